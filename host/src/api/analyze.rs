@@ -1,0 +1,90 @@
+//! `POST /analyze`: the manipulation block of a completed scan, inline.
+//!
+//! Shape (the spec leaves it open): body `{"scan_id": "…"}`; answer
+//! `{"scan_id": "…", "result": {"manipulation": {…}}}`. It reads what the scan stored and is
+//! never charged. A scan that is not complete answers 409 `scan_not_complete`; one created
+//! without the `manipulation` lens answers 422 `manipulation_not_scored`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::ApiError;
+use super::error::ErrorBody;
+use super::extract::{ApiJson, Authed};
+use crate::app::App;
+use crate::result::{Manipulation, ScanResult};
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct AnalyzeBody {
+    pub scan_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AnalyzeResult {
+    pub manipulation: Manipulation,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AnalyzeResponse {
+    pub scan_id: String,
+    pub result: AnalyzeResult,
+}
+
+/// The manipulation block of a completed scan.
+#[utoipa::path(
+    post, path = "/api/v1/analyze", tag = "scans",
+    request_body = AnalyzeBody,
+    responses(
+        (status = 200, body = AnalyzeResponse),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "scan_not_complete", body = ErrorBody),
+        (status = 422, description = "manipulation_not_scored", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn analyze(
+    State(app): State<Arc<App>>,
+    Authed(caller): Authed,
+    ApiJson(body): ApiJson<AnalyzeBody>,
+) -> Result<Json<AnalyzeResponse>, ApiError> {
+    if !crate::ids::looks_like_scan_id(&body.scan_id) {
+        return Err(ApiError::not_found("the scan"));
+    }
+    let row = app
+        .db
+        .get_scan(&caller.org_id, &body.scan_id)
+        .await
+        .map_err(|e| match e {
+            crate::store::StoreError::NotFound => ApiError::not_found("the scan"),
+            other => other.into(),
+        })?;
+    let Some(json) = row
+        .result_json
+        .as_deref()
+        .filter(|_| row.status == "complete")
+    else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "scan_not_complete",
+            format!("the scan is {}; analyze needs a complete scan", row.status),
+        ));
+    };
+    let result: ScanResult = serde_json::from_str(json).map_err(ApiError::internal)?;
+    let manipulation = result.manipulation.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "manipulation_not_scored",
+            "the scan was created without the manipulation lens",
+        )
+    })?;
+    Ok(Json(AnalyzeResponse {
+        scan_id: row.id,
+        result: AnalyzeResult { manipulation },
+    }))
+}

@@ -1,0 +1,104 @@
+//! The one error type at the HTTP edge. Every error body is
+//! `{"error": "<code>", "message": "<sentence>"}`, plus `field` when one input field is at
+//! fault. A 500 never shows internal text; the cause is logged once, in the request's span.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// The error envelope.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// Stable snake_case code, e.g. `unauthorized`, `insufficient_balance`, `video_too_long`.
+    pub error: String,
+    /// A sentence for people.
+    pub message: String,
+    /// The request field at fault, when there is one (e.g. `input.video_url`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub field: Option<String>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid API key is required: send the header `Authorization: Bearer sk_live_…`",
+        )
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("{what} was not found"),
+        )
+    }
+
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message).with_field(field)
+    }
+
+    pub fn method_not_allowed() -> Self {
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "this method is not allowed on this endpoint",
+        )
+    }
+
+    /// Logs `cause` and answers a bare 500.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "something went wrong on our side; the request can be retried",
+        )
+    }
+}
+
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> Self {
+        match e {
+            crate::store::StoreError::NotFound => Self::not_found("the resource"),
+            crate::store::StoreError::Conflict(m) => Self::new(StatusCode::CONFLICT, "conflict", m),
+            other => Self::internal(other),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: self.code.to_owned(),
+            message: self.message,
+            field: self.field,
+        };
+        (self.status, Json(body)).into_response()
+    }
+}

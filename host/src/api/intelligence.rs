@@ -1,0 +1,63 @@
+//! `GET /intelligence`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use serde::Deserialize;
+
+use super::ApiError;
+use super::error::ErrorBody;
+use super::extract::{ApiQuery, Authed};
+use crate::app::App;
+use crate::intelligence::{self, Remembered, Rollup};
+
+#[derive(Debug, Deserialize)]
+pub struct IntelligenceParams {
+    q: Option<String>,
+}
+
+/// Longest query accepted.
+const MAX_QUERY_CHARS: usize = 500;
+
+/// Cross-scan rollup of the caller's organisation; with `q`, also recall hits.
+#[utoipa::path(
+    get, path = "/api/v1/intelligence", tag = "intelligence",
+    params(("q" = Option<String>, Query, description = "Natural-language query; adds query and recall (at most 8 hits)")),
+    responses((status = 200, body = Rollup), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("api_key" = []))
+)]
+pub async fn get_intelligence(
+    State(app): State<Arc<App>>,
+    Authed(caller): Authed,
+    ApiQuery(params): ApiQuery<IntelligenceParams>,
+) -> Result<Json<Rollup>, ApiError> {
+    if params
+        .q
+        .as_ref()
+        .is_some_and(|q| q.chars().count() > MAX_QUERY_CHARS)
+    {
+        return Err(ApiError::invalid(
+            "q",
+            format!("q is longer than {MAX_QUERY_CHARS} characters"),
+        ));
+    }
+    let stored = app.db.memory_scans(&caller.org_id).await?;
+    let scans = stored
+        .into_iter()
+        .map(|m| {
+            Ok(Remembered {
+                scan_id: m.scan_id,
+                created_at: m.created_at,
+                result: serde_json::from_str(&m.result_json)?,
+            })
+        })
+        .collect::<Result<Vec<_>, serde_json::Error>>()
+        .map_err(ApiError::internal)?;
+    let mut rollup = intelligence::rollup(&scans);
+    if let Some(q) = params.q.filter(|q| !q.trim().is_empty()) {
+        rollup.recall = Some(intelligence::recall(&scans, &q));
+        rollup.query = Some(q);
+    }
+    Ok(Json(rollup))
+}

@@ -1,0 +1,115 @@
+//! Every route, in one place.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{
+    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
+};
+use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::trace::TraceLayer;
+
+use super::{ApiError, analyze, health, intelligence, lenses, openapi, scans, wallet};
+use crate::app::App;
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+#[derive(Clone, Copy)]
+struct RandomRequestId;
+
+impl MakeRequestId for RandomRequestId {
+    fn make_request_id<B>(&mut self, _request: &http::Request<B>) -> Option<RequestId> {
+        HeaderValue::from_str(&format!("req_{}", crate::ids::token(16)))
+            .ok()
+            .map(RequestId::new)
+    }
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("this endpoint")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::method_not_allowed()
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal_error",
+        "something went wrong on our side; the request can be retried",
+    )
+    .into_response()
+}
+
+async fn record_metrics(State(_app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().to_string();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("brainscan_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status).increment(1);
+    metrics::histogram!("brainscan_http_request_duration_seconds", "method" => method, "route" => route)
+        .record(started.elapsed().as_secs_f64());
+    response
+}
+
+/// The whole HTTP surface, used by `serve` and by the tests.
+pub fn router(app: Arc<App>) -> Router {
+    let api = Router::new()
+        // Scans
+        .route("/scans", post(scans::create_scan).get(scans::list_scans))
+        .route("/scans/{id}", get(scans::get_scan))
+        .route("/analyze", post(analyze::analyze))
+        .route("/lenses", get(lenses::list_lenses))
+        // Money
+        .route("/wallet", get(wallet::get_wallet))
+        // Memory
+        .route("/intelligence", get(intelligence::get_intelligence))
+        // Contract
+        .route("/openapi.json", get(openapi::openapi_json));
+
+    let timeout = Duration::from_secs(app.config.http.request_timeout_secs);
+    let max_body = app.config.http.max_body_bytes;
+    Router::new()
+        .nest("/api/v1", api)
+        // Operations
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(app.clone(), record_metrics))
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetSensitiveRequestHeadersLayer::new([http::header::AUTHORIZATION]))
+                .layer(SetRequestIdLayer::new(REQUEST_ID, RandomRequestId))
+                .layer(
+                    TraceLayer::new_for_http().make_span_with(|req: &Request| {
+                        let id = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
+                        tracing::info_span!("request", request.id = %id, method = %req.method(), path = %req.uri().path(), org.id = tracing::field::Empty)
+                    }),
+                )
+                .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+                .layer(CatchPanicLayer::custom(panic_response))
+                .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
+                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "timeout", "the request took too long; retry later")
+                }))
+                .layer(tower::timeout::TimeoutLayer::new(timeout))
+                .layer(axum::extract::DefaultBodyLimit::max(max_body)),
+        )
+        .with_state(app)
+}

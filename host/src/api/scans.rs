@@ -1,0 +1,475 @@
+//! `POST /scans`, `GET /scans/{id}`, `GET /scans`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use super::ApiError;
+use super::error::ErrorBody;
+use super::extract::{ApiBytes, ApiQuery, Authed, ScanIdPath};
+use super::views::{self, CreatedScan, ScanList, ScanView};
+use crate::app::App;
+use crate::billing;
+use crate::ids;
+use crate::media::fetch::FetchError;
+use crate::media::probe::{self, ProbeError};
+use crate::queue::{SCAN_JOB, ScanJob};
+use crate::scan::{
+    self, MAX_DURATION_SECS, PRICE_CENTS, RawInput, RequestError, ScanOptions, ScanRequest,
+};
+use crate::store::jobs::NewJob;
+use crate::store::scans::{CreateOutcome, IdempotencyClaim, NewScan};
+
+/// Body of `POST /scans`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct CreateScanBody {
+    pub input: InputBody,
+    /// `qualia` (default) or `mary`; every scan runs on qualia.
+    pub model: Option<String>,
+    /// Any of `attention`, `memory`, `purchase_intent`, `manipulation` (and installed custom
+    /// lenses). Unknown values are dropped, duplicates removed; default
+    /// `[attention, purchase_intent, manipulation]`.
+    pub lenses: Option<Vec<String>>,
+    /// Only `second`.
+    pub granularity: Option<String>,
+    pub options: Option<OptionsBody>,
+    /// Receives the completed scan by a signed POST; best-effort, retried.
+    pub webhook_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct InputBody {
+    /// `video`, `audio` or `url`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub url: Option<String>,
+    pub video_url: Option<String>,
+    pub audio_url: Option<String>,
+    /// Text input is not supported (answers 400 `unsupported_input`).
+    pub text: Option<String>,
+    /// With type `url`: `video` (default), `audio` or `image` (unsupported).
+    pub modality: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct OptionsBody {
+    pub include_reasons: Option<bool>,
+    pub include_benchmark: Option<bool>,
+    pub include_raw: Option<bool>,
+    pub include_fmri: Option<bool>,
+}
+
+fn request_error(e: RequestError) -> ApiError {
+    match e {
+        RequestError::Invalid { field, message } => ApiError::invalid(field, message),
+        RequestError::Unsupported(m) => {
+            ApiError::new(StatusCode::BAD_REQUEST, "unsupported_input", m).with_field("input")
+        }
+    }
+}
+
+/// Validates and normalises the body.
+fn normalise(app: &App, body: CreateScanBody) -> Result<ScanRequest, ApiError> {
+    let raw = RawInput {
+        kind: body.input.kind,
+        url: body.input.url,
+        video_url: body.input.video_url,
+        audio_url: body.input.audio_url,
+        text: body.input.text,
+        modality: body.input.modality,
+    };
+    let input = scan::normalise_input(&raw).map_err(request_error)?;
+    let (model, requested_model) =
+        scan::normalise_model(body.model.as_deref()).map_err(request_error)?;
+    if let Some(g) = body.granularity.as_deref()
+        && g != "second"
+    {
+        return Err(ApiError::invalid(
+            "granularity",
+            format!("granularity must be \"second\", not {g:?}"),
+        ));
+    }
+    if body.lenses.as_ref().is_some_and(|l| l.len() > 64) {
+        return Err(ApiError::invalid(
+            "lenses",
+            "at most 64 lens names may be requested",
+        ));
+    }
+    let lenses = scan::normalise_lenses(body.lenses.as_deref(), &app.available_lenses());
+    if lenses.is_empty() {
+        return Err(ApiError::invalid(
+            "lenses",
+            "none of the requested lenses exists; see GET /api/v1/lenses",
+        ));
+    }
+    let o = body.options.unwrap_or_default();
+    let d = ScanOptions::default();
+    let options = ScanOptions {
+        include_reasons: o.include_reasons.unwrap_or(d.include_reasons),
+        include_benchmark: o.include_benchmark.unwrap_or(d.include_benchmark),
+        include_raw: o.include_raw.unwrap_or(d.include_raw),
+        include_fmri: o.include_fmri.unwrap_or(d.include_fmri),
+    };
+    let webhook_url = match body.webhook_url.as_deref().filter(|w| !w.trim().is_empty()) {
+        None => None,
+        Some(w) => {
+            let url = scan::check_url("webhook_url", w).map_err(request_error)?;
+            app.fetcher.policy().check_url(&url).map_err(|r| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "url_not_allowed",
+                    format!("webhook_url is not allowed: {}", r.0),
+                )
+                .with_field("webhook_url")
+            })?;
+            Some(url.to_string())
+        }
+    };
+    Ok(ScanRequest {
+        input,
+        model,
+        requested_model,
+        lenses,
+        options,
+        webhook_url,
+    })
+}
+
+fn fetch_error(field: &str, e: &FetchError) -> ApiError {
+    let status = match e {
+        FetchError::Refused(_) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::UNPROCESSABLE_ENTITY,
+    };
+    ApiError::new(status, e.code(), e.to_string()).with_field(field)
+}
+
+fn input_field(request: &ScanRequest) -> &'static str {
+    match request.input.kind.as_str() {
+        "video" => "input.video_url",
+        "audio" => "input.audio_url",
+        _ => "input.url",
+    }
+}
+
+/// Reads the start of the clip and checks its duration before anything is queued, within
+/// the probe time budget. Over 180 s is refused now (no charge, no GPU time). A clip whose
+/// header does not say (or a host too slow to answer in the budget) is accepted, and the
+/// worker checks the whole file again.
+async fn probe_up_front(app: &App, request: &ScanRequest) -> Result<(), ApiError> {
+    let budget = app.config.fetch.probe_timeout();
+    let started = Instant::now();
+    let field = input_field(request);
+    let url =
+        url::Url::parse(&request.input.url).map_err(|e| ApiError::invalid(field, e.to_string()))?;
+    let head = match app
+        .fetcher
+        .download(
+            &url,
+            &app.tmp_dir(),
+            app.config.fetch.probe_bytes,
+            true,
+            budget,
+        )
+        .await
+    {
+        Ok(head) => head,
+        Err(FetchError::Timeout) => {
+            tracing::info!("duration probe timed out; the worker will check the clip");
+            return Ok(());
+        }
+        Err(e) => return Err(fetch_error(field, &e)),
+    };
+    let left = budget
+        .saturating_sub(started.elapsed())
+        .max(std::time::Duration::from_secs(1));
+    match probe::probe(head.file.path(), left).await {
+        Ok(info) => {
+            if let Some(d) = info.duration_sec
+                && d > MAX_DURATION_SECS
+            {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "video_too_long",
+                    format!("the clip is {d:.1} seconds long; the limit is {MAX_DURATION_SECS:.0} seconds (3 minutes). Nothing was charged."),
+                )
+                .with_field(field));
+            }
+            if request.input.modality == "video" && !info.has_video && info.has_audio {
+                tracing::info!("a video input has only audio; it will be scanned as audio");
+            }
+            Ok(())
+        }
+        Err(ProbeError::NotMedia(m)) if head.complete => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unsupported_media",
+            format!("the file at the URL is not audio or video that can be decoded: {m}"),
+        )
+        .with_field(field)),
+        Err(ProbeError::Missing) => Err(ApiError::internal("ffprobe is not installed")),
+        Err(_) => Ok(()),
+    }
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(v) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = v
+        .to_str()
+        .ok()
+        .filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()))
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "Idempotency-Key",
+                "Idempotency-Key must be 1-255 visible ASCII characters",
+            )
+        })?;
+    Ok(Some(key.to_owned()))
+}
+
+/// Hash of the body's meaning: parsed and re-serialised, so whitespace and key order do not
+/// make two equal requests differ.
+fn body_hash(value: &serde_json::Value) -> String {
+    let canonical = serde_json::to_vec(value).unwrap_or_default();
+    Sha256::digest(&canonical)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
+
+/// Create a scan.
+#[utoipa::path(
+    post, path = "/api/v1/scans", tag = "scans",
+    request_body = CreateScanBody,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for 24 h; a different body with the same key answers 409.")),
+    responses(
+        (status = 202, description = "Accepted and queued", body = CreatedScan),
+        (status = 400, description = "Invalid body, unsupported input (text, image) or a refused URL", body = ErrorBody),
+        (status = 401, description = "Missing, invalid or revoked key", body = ErrorBody),
+        (status = 402, description = "insufficient_balance", body = ErrorBody),
+        (status = 409, description = "Idempotency-Key reused with another body", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 422, description = "video_too_long, unsupported_media, download_failed, media_too_large", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn create_scan(
+    State(app): State<Arc<App>>,
+    Authed(caller): Authed,
+    headers: HeaderMap,
+    ApiBytes(body): ApiBytes,
+) -> Result<Response, ApiError> {
+    let content_type_ok = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| {
+            ct.trim()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        });
+    if !content_type_ok {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send the body as JSON with `Content-Type: application/json`",
+        ));
+    }
+    let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            format!("the body is not valid JSON: {e}"),
+        )
+    })?;
+    let parsed: CreateScanBody = serde_json::from_value(value.clone()).map_err(|e| {
+        ApiError::invalid(
+            "body",
+            format!("the body does not match the expected shape: {e}"),
+        )
+    })?;
+    let idem_key = idempotency_key(&headers)?;
+    let request = normalise(&app, parsed)?;
+
+    let now = app.clock.now();
+    let now_ms = now.timestamp_millis();
+    let period = billing::period_of(now);
+    let idem = idem_key.map(|key| IdempotencyClaim {
+        key,
+        body_hash: body_hash(&value),
+        not_before: now_ms - IDEMPOTENCY_WINDOW_MS,
+    });
+
+    // Cheap checks before spending time on the media host: a replay, and funds.
+    if let Some(claim) = &idem
+        && let Some(stored) = app.db.idempotent_response(&caller.org_id, claim).await?
+    {
+        return replay(&stored);
+    }
+    let wallet = app.db.wallet(&caller.org_id).await?;
+    if !wallet.can_cover(&period, 0, PRICE_CENTS) {
+        return Err(insufficient(wallet.available(&period), 0));
+    }
+
+    probe_up_front(&app, &request).await?;
+
+    let scan_id = ids::new_scan_id(&request.model);
+    let created = CreatedScan {
+        scan_id: scan_id.clone(),
+        status: "queued".into(),
+        lenses: request.lenses.clone(),
+    };
+    let response_json = serde_json::to_string(&created).map_err(ApiError::internal)?;
+    let new_scan = NewScan {
+        id: scan_id.clone(),
+        org_id: caller.org_id.clone(),
+        model: request.model.clone(),
+        input_kind: request.input.kind.clone(),
+        input_url: request.input.url.clone(),
+        request_json: serde_json::to_string(&request).map_err(ApiError::internal)?,
+        price_cents: PRICE_CENTS,
+        created_at: now_ms,
+    };
+    let job = NewJob {
+        id: ids::new_job_id(),
+        kind: SCAN_JOB.into(),
+        payload: serde_json::to_string(&ScanJob {
+            scan_id: scan_id.clone(),
+        })
+        .map_err(ApiError::internal)?,
+        max_attempts: app.config.queue.scan_max_attempts,
+        run_after: now_ms,
+        created_at: now_ms,
+    };
+    match app
+        .db
+        .create_scan(&new_scan, &job, idem.as_ref(), &response_json, &period)
+        .await?
+    {
+        CreateOutcome::Created => {
+            app.wake.notify_waiters();
+            metrics::counter!("brainscan_scans_created_total").increment(1);
+            tracing::info!(scan.id = %scan_id, lenses = ?request.lenses, "scan queued");
+            Ok((StatusCode::ACCEPTED, Json(created)).into_response())
+        }
+        CreateOutcome::Replayed(stored) => replay(&stored),
+        CreateOutcome::InsufficientFunds {
+            available_cents,
+            owed_cents,
+        } => Err(insufficient(available_cents, owed_cents)),
+    }
+}
+
+fn replay(stored: &str) -> Result<Response, ApiError> {
+    let created: CreatedScan = serde_json::from_str(stored).map_err(ApiError::internal)?;
+    Ok((
+        StatusCode::ACCEPTED,
+        [("idempotent-replayed", "true")],
+        Json(created),
+    )
+        .into_response())
+}
+
+fn insufficient(available_cents: i64, owed_cents: i64) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYMENT_REQUIRED,
+        "insufficient_balance",
+        format!(
+            "a scan costs ${:.2}; ${:.2} is available and ${:.2} is set aside for scans not yet charged. Top up the deposit and check GET /api/v1/wallet.",
+            billing::usd(PRICE_CENTS),
+            billing::usd(available_cents),
+            billing::usd(owed_cents)
+        ),
+    )
+}
+
+/// Get a scan. The first fetch of a completed scan settles its charge and stores it in the
+/// organisation's intelligence memory.
+#[utoipa::path(
+    get, path = "/api/v1/scans/{id}", tag = "scans",
+    params(("id" = String, Path, description = "A scan_id from create")),
+    responses(
+        (status = 200, description = "In-flight or completed scan", body = ScanView),
+        (status = 401, body = ErrorBody),
+        (status = 404, description = "No such scan in this organisation", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn get_scan(
+    State(app): State<Arc<App>>,
+    Authed(caller): Authed,
+    ScanIdPath(id): ScanIdPath,
+) -> Result<Json<ScanView>, ApiError> {
+    let row = app
+        .db
+        .get_scan(&caller.org_id, &id)
+        .await
+        .map_err(|e| match e {
+            crate::store::StoreError::NotFound => ApiError::not_found("the scan"),
+            other => other.into(),
+        })?;
+    if row.status == "complete" && row.charged_at.is_none() {
+        let now = app.clock.now();
+        if app
+            .db
+            .settle_scan(
+                &caller.org_id,
+                &id,
+                &billing::period_of(now),
+                now.timestamp_millis(),
+            )
+            .await?
+        {
+            metrics::counter!("brainscan_scans_charged_total").increment(1);
+            tracing::info!(scan.id = %id, "charge settled");
+        }
+    }
+    let view = views::scan_view(&app, &row).map_err(ApiError::internal)?;
+    Ok(Json(view))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ListParams {
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// List scans, newest first.
+#[utoipa::path(
+    get, path = "/api/v1/scans", tag = "scans",
+    params(
+        ("limit" = Option<i64>, Query, description = "Default 25, clamped to 1-100"),
+        ("offset" = Option<i64>, Query, description = "Scans to skip; default 0"),
+    ),
+    responses((status = 200, body = ScanList), (status = 401, body = ErrorBody)),
+    security(("api_key" = []))
+)]
+pub async fn list_scans(
+    State(app): State<Arc<App>>,
+    Authed(caller): Authed,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> Result<Json<ScanList>, ApiError> {
+    let limit = params.limit.unwrap_or(25).clamp(1, 100);
+    let offset = params.offset.unwrap_or(0).max(0);
+    let (total, rows) = app.db.list_scans(&caller.org_id, limit, offset).await?;
+    let scans = rows
+        .iter()
+        .map(views::summary_entry)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(ApiError::internal)?;
+    Ok(Json(ScanList {
+        object: "list".into(),
+        total,
+        limit,
+        offset,
+        scans,
+    }))
+}

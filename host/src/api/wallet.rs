@@ -1,0 +1,64 @@
+//! `GET /wallet`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::ApiError;
+use super::error::ErrorBody;
+use super::extract::Authed;
+use crate::app::App;
+use crate::billing::{self, FREE_MONTHLY_CENTS, usd};
+use crate::scan::PRICE_CENTS;
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Wallet {
+    /// `wallet`.
+    pub object: String,
+    /// `usd`.
+    pub currency: String,
+    pub deposit_balance_usd: f64,
+    pub free_credit_remaining_usd: f64,
+    pub free_credit_monthly_usd: f64,
+    /// `YYYY-MM-DD`, the 1st of the current UTC month.
+    pub free_credit_period_start: String,
+    pub total_available_usd: f64,
+    pub price_per_scan_usd: BTreeMap<String, f64>,
+    pub scans_remaining_estimate: i64,
+}
+
+/// Check the wallet. Read-only; never debits.
+#[utoipa::path(
+    get, path = "/api/v1/wallet", tag = "wallet",
+    responses(
+        (status = 200, body = Wallet),
+        (status = 401, body = ErrorBody),
+        (status = 405, description = "Any method other than GET", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn get_wallet(
+    State(app): State<Arc<App>>,
+    Authed(caller): Authed,
+) -> Result<Json<Wallet>, ApiError> {
+    let now = app.clock.now();
+    let period = billing::period_of(now);
+    let w = app.db.wallet(&caller.org_id).await?;
+    let free = w.free_remaining(&period);
+    let total = w.available(&period);
+    Ok(Json(Wallet {
+        object: "wallet".into(),
+        currency: "usd".into(),
+        deposit_balance_usd: usd(w.deposit_cents),
+        free_credit_remaining_usd: usd(free),
+        free_credit_monthly_usd: usd(FREE_MONTHLY_CENTS),
+        free_credit_period_start: billing::period_start(now),
+        total_available_usd: usd(total),
+        price_per_scan_usd: BTreeMap::from([(crate::scan::MODEL.to_owned(), usd(PRICE_CENTS))]),
+        scans_remaining_estimate: (total / PRICE_CENTS).max(0),
+    }))
+}

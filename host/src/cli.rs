@@ -1,0 +1,96 @@
+//! The command line: `brainscan serve | migrate | admin …`.
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{ServeConfig, StoreConfig};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "brainscan",
+    version,
+    about = "Self-hostable brain-response scan service"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP API and in-process workers.
+    Serve(Box<ServeConfig>),
+    /// Create or upgrade the database schema and exit.
+    Migrate {
+        #[command(flatten)]
+        store: StoreConfig,
+    },
+    /// Organisations, API keys and wallets.
+    Admin {
+        #[command(flatten)]
+        store: StoreConfig,
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Organisations.
+    Org {
+        #[command(subcommand)]
+        command: OrgCommand,
+    },
+    /// API keys.
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+    /// Prepaid wallets.
+    Wallet {
+        #[command(subcommand)]
+        command: WalletCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OrgCommand {
+    /// Create an organisation; prints its id and webhook signing secret.
+    Create { name: String },
+    /// List organisations.
+    List,
+    /// Show an organisation (by id or name), its webhook secret and wallet.
+    Show { org: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Create an API key; the full key is printed once and never stored.
+    Create {
+        /// Organisation id or name.
+        #[arg(long)]
+        org: String,
+    },
+    /// List an organisation's keys (ids only).
+    List {
+        #[arg(long)]
+        org: String,
+    },
+    /// Revoke a key by its id (`key_…`) or the full key.
+    Revoke { key: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WalletCommand {
+    /// Add a prepaid deposit, e.g. `--usd 20.00`.
+    Credit {
+        #[arg(long)]
+        org: String,
+        #[arg(long)]
+        usd: String,
+    },
+    /// Show the wallet.
+    Show {
+        #[arg(long)]
+        org: String,
+    },
+}

@@ -1,0 +1,194 @@
+//! Typed configuration, one struct per area. Values come from defaults < `BRAINSCAN_*`
+//! environment variables < command-line flags (clap resolves the last two); the field docs
+//! double as `--help`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+/// Where state lives. Shared by every subcommand that touches the database.
+#[derive(Debug, Clone, Args)]
+pub struct StoreConfig {
+    /// Folder for the SQLite file, artifacts and temporary downloads.
+    #[arg(long, env = "BRAINSCAN_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+
+    /// Database URL. Defaults to a SQLite file in the data folder
+    /// (`sqlite://DATA_DIR/brainscan.db`).
+    #[arg(long, env = "BRAINSCAN_DATABASE_URL")]
+    pub database_url: Option<String>,
+}
+
+impl StoreConfig {
+    pub fn database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir.join("brainscan.db").display()
+            ),
+        }
+    }
+}
+
+/// Limits and policy for every outbound fetch (media downloads and webhooks).
+#[derive(Debug, Clone, Args)]
+pub struct FetchConfig {
+    /// Largest media file accepted, in bytes (the download stops and fails past it).
+    #[arg(long, env = "BRAINSCAN_FETCH_MAX_BYTES", default_value_t = 512 * 1024 * 1024)]
+    pub fetch_max_bytes: u64,
+
+    /// Seconds allowed for a whole media download.
+    #[arg(long, env = "BRAINSCAN_FETCH_TIMEOUT_SECS", default_value_t = 300)]
+    pub fetch_timeout_secs: u64,
+
+    /// Seconds allowed to connect to a media host.
+    #[arg(
+        long,
+        env = "BRAINSCAN_FETCH_CONNECT_TIMEOUT_SECS",
+        default_value_t = 10
+    )]
+    pub fetch_connect_timeout_secs: u64,
+
+    /// Redirects followed per fetch; each hop is checked again.
+    #[arg(long, env = "BRAINSCAN_FETCH_MAX_REDIRECTS", default_value_t = 5)]
+    pub fetch_max_redirects: usize,
+
+    /// Bytes read from the start of a clip at submit time to probe its duration.
+    #[arg(long, env = "BRAINSCAN_PROBE_BYTES", default_value_t = 8 * 1024 * 1024)]
+    pub probe_bytes: u64,
+
+    /// Seconds the submit-time duration probe may take before the scan is accepted unprobed
+    /// (the worker probes the full file again).
+    #[arg(long, env = "BRAINSCAN_PROBE_TIMEOUT_SECS", default_value_t = 10)]
+    pub probe_timeout_secs: u64,
+
+    /// Development only: allow fetching from loopback addresses (127.0.0.0/8, ::1).
+    /// Off by default; private, link-local and metadata addresses stay refused.
+    #[arg(long, env = "BRAINSCAN_ALLOW_LOOPBACK_FETCH", default_value_t = false)]
+    pub allow_loopback_fetch: bool,
+
+    /// Exact socket addresses (IP:port) that may be fetched although the address policy
+    /// refuses their range, e.g. an internal media host. Comma separated.
+    #[arg(long, env = "BRAINSCAN_FETCH_ALLOW_ADDRS", value_delimiter = ',')]
+    pub fetch_allow_addrs: Vec<SocketAddr>,
+}
+
+impl FetchConfig {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs(self.fetch_timeout_secs)
+    }
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_secs(self.fetch_connect_timeout_secs)
+    }
+    pub fn probe_timeout(&self) -> Duration {
+        Duration::from_secs(self.probe_timeout_secs)
+    }
+}
+
+/// The durable job queue and its in-process workers.
+#[derive(Debug, Clone, Args)]
+pub struct QueueConfig {
+    /// Scan workers in this process (0 runs an API-only process).
+    #[arg(long, env = "BRAINSCAN_WORKERS", default_value_t = 2)]
+    pub workers: usize,
+
+    /// Milliseconds a claimed job stays leased without a heartbeat before another worker may
+    /// take it over.
+    #[arg(long, env = "BRAINSCAN_LEASE_MS", default_value_t = 30_000)]
+    pub lease_ms: u64,
+
+    /// Milliseconds between lease heartbeats (keep well under the lease).
+    #[arg(long, env = "BRAINSCAN_HEARTBEAT_MS", default_value_t = 5_000)]
+    pub heartbeat_ms: u64,
+
+    /// Milliseconds an idle worker waits before polling for work again.
+    #[arg(long, env = "BRAINSCAN_POLL_MS", default_value_t = 500)]
+    pub poll_ms: u64,
+
+    /// Attempts a scan job gets (transient failures and crashed workers) before `error`.
+    #[arg(long, env = "BRAINSCAN_SCAN_MAX_ATTEMPTS", default_value_t = 3)]
+    pub scan_max_attempts: i64,
+
+    /// Base of the exponential retry backoff, in milliseconds.
+    #[arg(long, env = "BRAINSCAN_RETRY_BASE_MS", default_value_t = 2_000)]
+    pub retry_base_ms: u64,
+
+    /// Seconds a worker may take to finish its job at shutdown before the job is released.
+    #[arg(long, env = "BRAINSCAN_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
+    pub shutdown_grace_secs: u64,
+}
+
+/// Webhook delivery.
+#[derive(Debug, Clone, Args)]
+pub struct WebhookConfig {
+    /// Delivery attempts per completed scan before giving up.
+    #[arg(long, env = "BRAINSCAN_WEBHOOK_MAX_ATTEMPTS", default_value_t = 8)]
+    pub webhook_max_attempts: i64,
+
+    /// Base of the delivery retry backoff in milliseconds (doubles per attempt, capped at
+    /// one hour), so eight attempts span about ten minutes by default.
+    #[arg(long, env = "BRAINSCAN_WEBHOOK_RETRY_BASE_MS", default_value_t = 5_000)]
+    pub webhook_retry_base_ms: u64,
+
+    /// Seconds a receiver has to answer one delivery.
+    #[arg(long, env = "BRAINSCAN_WEBHOOK_TIMEOUT_SECS", default_value_t = 10)]
+    pub webhook_timeout_secs: u64,
+}
+
+/// The HTTP server.
+#[derive(Debug, Clone, Args)]
+pub struct HttpConfig {
+    /// Address to listen on.
+    #[arg(long, env = "BRAINSCAN_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Largest request body accepted, in bytes.
+    #[arg(long, env = "BRAINSCAN_MAX_BODY_BYTES", default_value_t = 64 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Seconds a request may take before it is answered 503.
+    #[arg(long, env = "BRAINSCAN_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
+    pub request_timeout_secs: u64,
+
+    /// Seconds an API-key lookup is cached; a revoked key stops working within this time.
+    #[arg(long, env = "BRAINSCAN_KEY_CACHE_SECS", default_value_t = 5)]
+    pub key_cache_secs: u64,
+
+    /// Log as JSON lines (for production log shippers) instead of human-readable text.
+    #[arg(long, env = "BRAINSCAN_LOG_JSON", default_value_t = false)]
+    pub log_json: bool,
+}
+
+/// Everything `brainscan serve` needs.
+#[derive(Debug, Clone, Args)]
+pub struct ServeConfig {
+    #[command(flatten)]
+    pub store: StoreConfig,
+    #[command(flatten)]
+    pub http: HttpConfig,
+    #[command(flatten)]
+    pub fetch: FetchConfig,
+    #[command(flatten)]
+    pub queue: QueueConfig,
+    #[command(flatten)]
+    pub webhook: WebhookConfig,
+}
+
+impl ServeConfig {
+    /// A configuration with every default, rooted at `data_dir`; used by tests and embedders.
+    pub fn with_data_dir(data_dir: PathBuf) -> Self {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            inner: ServeConfig,
+        }
+        let mut config = Wrapper::parse_from(["brainscan"]).inner;
+        config.store.data_dir = data_dir;
+        config.store.database_url = None;
+        config
+    }
+}

@@ -1,0 +1,25 @@
+//! brainscan: a self-hostable brain-response scan service.
+//!
+//! The binary (`src/main.rs`) only parses the command line and calls into these modules. Each
+//! module owns one stage of the data flow in `ARCHITECTURE.md`: HTTP types stay in [`api`], SQL
+//! in [`store`], media handling in [`media`], the job runner in [`queue`].
+
+pub mod admin;
+pub mod api;
+pub mod app;
+pub mod auth;
+pub mod billing;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod ids;
+pub mod intelligence;
+pub mod media;
+pub mod metrics;
+pub mod pipeline;
+pub mod queue;
+pub mod result;
+pub mod scan;
+pub mod serve;
+pub mod store;
+pub mod webhooks;

@@ -1,0 +1,254 @@
+//! The outbound address policy (SSRF guard).
+//!
+//! Every fetch the service makes on a client's behalf — media downloads and webhooks — may only
+//! reach public unicast addresses. Checked per hop: the URL's literal IP, or every address its
+//! name resolves to (a name with any refused address is refused whole), and the connection goes
+//! only to the addresses checked (see [`GuardedResolver`]).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+use url::{Host, Url};
+
+/// Host names that resolve to cloud metadata services inside cloud networks.
+const METADATA_NAMES: [&str; 4] = [
+    "metadata.google.internal",
+    "metadata",
+    "metadata.azure.internal",
+    "instance-data",
+];
+
+/// Who may be reached.
+#[derive(Debug, Clone, Default)]
+pub struct AddressPolicy {
+    /// Development only: loopback addresses are allowed.
+    pub allow_loopback: bool,
+    /// Exact addresses allowed although their range is refused (an internal media host).
+    pub allow_ips: Vec<IpAddr>,
+}
+
+/// Why an address or URL is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+impl AddressPolicy {
+    /// Checks one resolved or literal address.
+    ///
+    /// # Errors
+    /// `Refused` naming the range.
+    pub fn check_ip(&self, ip: IpAddr) -> Result<(), Refused> {
+        if self.allow_ips.contains(&ip) {
+            return Ok(());
+        }
+        match classify(ip) {
+            None => Ok(()),
+            Some("loopback") if self.allow_loopback => Ok(()),
+            Some(range) => Err(Refused(format!(
+                "address {ip} is {range}; only public addresses may be fetched"
+            ))),
+        }
+    }
+
+    /// Checks a URL before any connection: scheme, credentials, literal IPs, metadata names.
+    /// Names are checked again, address by address, when they are resolved.
+    ///
+    /// # Errors
+    /// `Refused` with the reason.
+    pub fn check_url(&self, url: &Url) -> Result<(), Refused> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(Refused(format!(
+                "scheme {:?} is not allowed; use http or https",
+                url.scheme()
+            )));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(Refused("URLs with credentials are not allowed".into()));
+        }
+        match url.host() {
+            None => Err(Refused("the URL has no host".into())),
+            Some(Host::Ipv4(ip)) => self.check_ip(IpAddr::V4(ip)),
+            Some(Host::Ipv6(ip)) => self.check_ip(IpAddr::V6(ip)),
+            Some(Host::Domain(name)) => {
+                let name = name.trim_end_matches('.').to_ascii_lowercase();
+                if METADATA_NAMES.contains(&name.as_str()) {
+                    return Err(Refused(format!("{name} is a cloud metadata host")));
+                }
+                if (name == "localhost" || name.ends_with(".localhost")) && !self.allow_loopback {
+                    return Err(Refused(format!("{name} is a loopback name")));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The refused range an address falls in, or `None` for a public unicast address.
+pub fn classify(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => classify_v4(v4),
+        IpAddr::V6(v6) => classify_v6(v6),
+    }
+}
+
+fn classify_v4(ip: Ipv4Addr) -> Option<&'static str> {
+    let [a, b, c, _] = ip.octets();
+    Some(match (a, b, c) {
+        (0, _, _) => "unspecified (0.0.0.0/8)",
+        (127, _, _) => "loopback",
+        (10, _, _) => "private (10.0.0.0/8)",
+        (172, 16..=31, _) => "private (172.16.0.0/12)",
+        (192, 168, _) => "private (192.168.0.0/16)",
+        (169, 254, _) => "link-local or cloud metadata (169.254.0.0/16)",
+        (100, 64..=127, _) => "carrier-grade NAT (100.64.0.0/10)",
+        (192, 0, 0) => "IETF protocol assignments (192.0.0.0/24)",
+        (192, 0, 2) | (198, 51, 100) | (203, 0, 113) => "documentation",
+        (198, 18..=19, _) => "benchmarking (198.18.0.0/15)",
+        (224..=239, _, _) => "multicast",
+        (240..=255, _, _) => "reserved or broadcast",
+        _ => return None,
+    })
+}
+
+fn classify_v6(ip: Ipv6Addr) -> Option<&'static str> {
+    if ip.is_unspecified() {
+        return Some("unspecified (::)");
+    }
+    if ip.is_loopback() {
+        return Some("loopback");
+    }
+    // Addresses that embed an IPv4 address are judged by it: mapped ::ffff:a.b.c.d,
+    // deprecated compatible ::a.b.c.d, and NAT64 64:ff9b::/96.
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return classify_v4(v4);
+    }
+    let s = ip.segments();
+    if s[..6] == [0, 0, 0, 0, 0, 0] {
+        return classify_v4(Ipv4Addr::from(((s[6] as u32) << 16) | s[7] as u32))
+            .or(Some("IPv4-compatible"));
+    }
+    if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
+        return classify_v4(Ipv4Addr::from(((s[6] as u32) << 16) | s[7] as u32));
+    }
+    Some(match s[0] {
+        x if x & 0xfe00 == 0xfc00 => "unique-local (fc00::/7)",
+        x if x & 0xffc0 == 0xfe80 => "link-local (fe80::/10)",
+        x if x & 0xffc0 == 0xfec0 => "site-local (fec0::/10)",
+        x if x & 0xff00 == 0xff00 => "multicast",
+        0x2001 if s[1] == 0x0db8 => "documentation (2001:db8::/32)",
+        0x2001 if s[1] == 0 => "Teredo tunnel (2001::/32)",
+        0x2002 => "6to4 tunnel (2002::/16)",
+        0x0100 if s[1..4] == [0, 0, 0] => "discard-only (100::/64)",
+        _ => return None,
+    })
+}
+
+/// A DNS resolver for reqwest that refuses a name if any of its addresses is refused, and
+/// hands reqwest only the addresses it checked — so what was checked is what is connected to
+/// (no second lookup an attacker's DNS could answer differently).
+#[derive(Debug, Clone)]
+pub struct GuardedResolver {
+    pub policy: Arc<AddressPolicy>,
+}
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let policy = self.policy.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if addrs.is_empty() {
+                return Err(format!("{host} did not resolve").into());
+            }
+            for addr in &addrs {
+                policy.check_ip(addr.ip()).map_err(
+                    |r| -> Box<dyn std::error::Error + Send + Sync> {
+                        format!("{host} resolves to a refused address: {r}").into()
+                    },
+                )?;
+            }
+            let addrs: reqwest::dns::Addrs = Box::new(addrs.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_addresses_pass_and_every_special_range_is_refused() {
+        let policy = AddressPolicy::default();
+        for ok in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "2606:4700:4700::1111",
+            "172.32.0.1",
+            "100.128.0.1",
+        ] {
+            let ip: IpAddr = ok.parse().expect("ip");
+            assert_eq!(policy.check_ip(ip), Ok(()), "{ok}");
+        }
+        for bad in [
+            "127.0.0.1",
+            "127.1.2.3",
+            "10.1.1.1",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.0.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "224.0.0.1",
+            "255.255.255.255",
+            "::1",
+            "::",
+            "fd00::1",
+            "fe80::1",
+            "ff02::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "::127.0.0.1",
+            "2001:db8::1",
+            "fd00:ec2::254",
+            "fec0::1",
+        ] {
+            let ip: IpAddr = bad.parse().expect("ip");
+            assert!(policy.check_ip(ip).is_err(), "{bad} must be refused");
+        }
+    }
+
+    #[test]
+    fn loopback_only_with_the_development_flag() {
+        let dev = AddressPolicy {
+            allow_loopback: true,
+            allow_ips: vec![],
+        };
+        assert_eq!(dev.check_ip("127.0.0.1".parse().expect("ip")), Ok(()));
+        assert_eq!(dev.check_ip("::1".parse().expect("ip")), Ok(()));
+        assert!(dev.check_ip("10.0.0.1".parse().expect("ip")).is_err());
+        assert!(
+            dev.check_ip("169.254.169.254".parse().expect("ip"))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn urls_are_checked_before_connecting() {
+        let p = AddressPolicy::default();
+        let refused = |u: &str| p.check_url(&Url::parse(u).expect("url")).is_err();
+        assert!(refused("file:///etc/passwd"));
+        assert!(refused("gopher://example.com/"));
+        assert!(refused("http://user:pw@example.com/"));
+        assert!(refused("http://2130706433/"));
+        assert!(refused("http://0x7f.1/"));
+        assert!(refused(
+            "http://metadata.google.internal/computeMetadata/v1/"
+        ));
+        assert!(refused("http://localhost./"));
+        assert!(!refused("https://cdn.example.com/clip.mp4"));
+    }
+}

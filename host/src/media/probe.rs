@@ -1,0 +1,138 @@
+//! `ffprobe` as a bounded child process: what streams a file has and how long it is.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio::process::Command;
+
+/// What the container says about a file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeInfo {
+    /// Seconds; `None` when the container does not say (e.g. a partial download).
+    pub duration_sec: Option<f64>,
+    pub has_video: bool,
+    pub has_audio: bool,
+    pub has_subtitles: bool,
+    pub format_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeError {
+    #[error("ffprobe is not installed (install the Debian package `ffmpeg`)")]
+    Missing,
+    #[error("ffprobe took longer than {0:?}")]
+    Timeout(Duration),
+    #[error("not a readable media file: {0}")]
+    NotMedia(String),
+}
+
+#[derive(Deserialize)]
+struct Output {
+    #[serde(default)]
+    streams: Vec<Stream>,
+    format: Option<Format>,
+}
+
+#[derive(Deserialize)]
+struct Stream {
+    codec_type: Option<String>,
+    #[serde(default)]
+    disposition: Disposition,
+    duration: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Disposition {
+    #[serde(default)]
+    attached_pic: i64,
+}
+
+#[derive(Deserialize)]
+struct Format {
+    duration: Option<String>,
+    format_name: Option<String>,
+}
+
+/// Runs `ffprobe` on `path`, killed if it outlives `timeout`.
+///
+/// # Errors
+/// `Missing` when ffprobe is absent, `Timeout`, or `NotMedia` when it cannot read the file or
+/// finds neither audio nor video.
+pub async fn probe(path: &Path, timeout: Duration) -> Result<ProbeInfo, ProbeError> {
+    let child = Command::new("ffprobe")
+        .args(["-v", "error", "-show_entries", "format=duration,format_name:stream=codec_type,duration:stream_disposition=attached_pic", "-of", "json"])
+        .arg(path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| if e.kind() == std::io::ErrorKind::NotFound { ProbeError::Missing } else { ProbeError::NotMedia(e.to_string()) })?;
+    let output = tokio::time::timeout(timeout, child.wait_with_output())
+        .await
+        .map_err(|_| ProbeError::Timeout(timeout))?
+        .map_err(|e| ProbeError::NotMedia(e.to_string()))?;
+    if !output.status.success() {
+        let err = String::from_utf8_lossy(&output.stderr);
+        let line = err.lines().last().unwrap_or("ffprobe failed").trim();
+        // ffprobe prefixes the file path; clients should not see our temp paths.
+        let line = line.rsplit(": ").next().unwrap_or(line);
+        return Err(ProbeError::NotMedia(line.chars().take(200).collect()));
+    }
+    let parsed: Output =
+        serde_json::from_slice(&output.stdout).map_err(|e| ProbeError::NotMedia(e.to_string()))?;
+    let mut info = ProbeInfo {
+        duration_sec: None,
+        has_video: false,
+        has_audio: false,
+        has_subtitles: false,
+        format_name: String::new(),
+    };
+    let mut stream_max: Option<f64> = None;
+    for s in &parsed.streams {
+        match s.codec_type.as_deref() {
+            // A still picture attached to an audio file (cover art) is not video.
+            Some("video") if s.disposition.attached_pic == 0 => info.has_video = true,
+            Some("audio") => info.has_audio = true,
+            Some("subtitle") => info.has_subtitles = true,
+            _ => {}
+        }
+        if let Some(d) = s
+            .duration
+            .as_deref()
+            .and_then(|d| d.parse::<f64>().ok())
+            .filter(|d| d.is_finite() && *d > 0.0)
+        {
+            stream_max = Some(stream_max.map_or(d, |m: f64| m.max(d)));
+        }
+    }
+    if let Some(format) = &parsed.format {
+        info.format_name = format.format_name.clone().unwrap_or_default();
+        info.duration_sec = format
+            .duration
+            .as_deref()
+            .and_then(|d| d.parse::<f64>().ok())
+            .filter(|d| d.is_finite() && *d > 0.0)
+            .or(stream_max);
+    }
+    if !info.has_video && !info.has_audio {
+        return Err(ProbeError::NotMedia(
+            "the file has neither an audio nor a video stream".into(),
+        ));
+    }
+    Ok(info)
+}
+
+/// Whether `ffprobe` can be run at all (for start-up and readiness checks).
+pub async fn ffprobe_available() -> bool {
+    Command::new("ffprobe")
+        .arg("-version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .status()
+        .await
+        .is_ok_and(|s| s.success())
+}

@@ -1,0 +1,226 @@
+//! The worker's path for one scan: download → probe → analyse → assemble, as typed stages.
+//!
+//! Analysis (decoding, the `qualia` inference core and the analysis plugins) sits behind the
+//! [`Analyzer`] trait. Until those land, the service is wired to [`Unavailable`], which ends a
+//! scan in `error` with `analysis_unavailable` — the service never invents scores.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::BoxFuture;
+
+use crate::app::App;
+use crate::media::fetch::FetchError;
+use crate::media::probe::{self, ProbeError, ProbeInfo};
+use crate::result::ScanResult;
+use crate::scan::{MAX_DURATION_SECS, ScanRequest, ScanStatus, Stage};
+use crate::webhooks;
+
+/// A stage failure. `code` is stable and leads the scan's `error` string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageError {
+    pub code: &'static str,
+    pub message: String,
+    /// A later attempt may succeed (network trouble, a 5xx from the media host).
+    pub transient: bool,
+}
+
+impl StageError {
+    pub fn permanent(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            transient: false,
+        }
+    }
+
+    /// The scan's `error` string: `code: message`.
+    pub fn scan_error(&self) -> String {
+        format!("{}: {}", self.code, self.message)
+    }
+}
+
+impl From<FetchError> for StageError {
+    fn from(e: FetchError) -> Self {
+        Self {
+            code: e.code(),
+            transient: e.transient(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<ProbeError> for StageError {
+    fn from(e: ProbeError) -> Self {
+        match e {
+            ProbeError::Missing => Self {
+                code: "internal_error",
+                message: "the media prober is not installed on this worker".into(),
+                transient: true,
+            },
+            ProbeError::Timeout(_) => Self {
+                code: "decode_failed",
+                message: e.to_string(),
+                transient: true,
+            },
+            ProbeError::NotMedia(m) => Self::permanent("decode_failed", m),
+        }
+    }
+}
+
+/// What the analysis stage gets.
+#[derive(Debug)]
+pub struct AnalysisInput<'a> {
+    pub scan_id: &'a str,
+    pub request: &'a ScanRequest,
+    /// The downloaded media file.
+    pub media: &'a Path,
+    pub probe: &'a ProbeInfo,
+}
+
+/// Turns downloaded media into a complete result.
+pub trait Analyzer: Send + Sync + 'static {
+    /// Lens names this analyzer can score, beyond which `POST /scans` drops requested lenses.
+    fn lenses(&self) -> Vec<String>;
+
+    fn analyze<'a>(
+        &'a self,
+        input: AnalysisInput<'a>,
+    ) -> BoxFuture<'a, Result<ScanResult, StageError>>;
+}
+
+/// The analyzer of a build without the inference core and plugins: every scan ends in
+/// `error` with `analysis_unavailable`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Unavailable;
+
+impl Analyzer for Unavailable {
+    fn lenses(&self) -> Vec<String> {
+        crate::scan::BUILTIN_LENSES
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect()
+    }
+
+    fn analyze<'a>(
+        &'a self,
+        _input: AnalysisInput<'a>,
+    ) -> BoxFuture<'a, Result<ScanResult, StageError>> {
+        Box::pin(async {
+            Err(StageError::permanent(
+                "analysis_unavailable",
+                "this build has no analysis stage installed (the qualia inference core and analysis plugins); no scores were produced and nothing was charged",
+            ))
+        })
+    }
+}
+
+async fn enter(app: &App, scan_id: &str, stage: Stage) -> Result<bool, StageError> {
+    app.db
+        .mark_scan_stage(
+            scan_id,
+            stage.as_str(),
+            stage.progress(),
+            app.clock.now_ms(),
+        )
+        .await
+        .map_err(|e| StageError {
+            code: "internal_error",
+            message: e.to_string(),
+            transient: true,
+        })
+}
+
+/// Runs one scan to `complete`. Returns `Ok` also when the scan had already reached a final
+/// state (a retried or duplicated job must be harmless).
+///
+/// # Errors
+/// The failing stage's error; the caller decides between retry and `error`.
+pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
+    let internal = |e: crate::store::StoreError| StageError {
+        code: "internal_error",
+        message: e.to_string(),
+        transient: true,
+    };
+    let row = app.db.get_scan_by_id(scan_id).await.map_err(internal)?;
+    if !matches!(row.status.as_str(), "queued" | "processing") {
+        return Ok(());
+    }
+    let request: ScanRequest = serde_json::from_str(&row.request_json).map_err(|e| {
+        StageError::permanent("internal_error", format!("stored request unreadable: {e}"))
+    })?;
+    let started = Instant::now();
+
+    if !enter(app, scan_id, Stage::Downloading).await? {
+        return Ok(());
+    }
+    let url = url::Url::parse(&request.input.url)
+        .map_err(|e| StageError::permanent("invalid_request", e.to_string()))?;
+    let media = app
+        .fetcher
+        .download(
+            &url,
+            &app.tmp_dir(),
+            app.config.fetch.fetch_max_bytes,
+            false,
+            app.config.fetch.timeout(),
+        )
+        .await?;
+    tracing::info!(scan.id = scan_id, bytes = media.bytes, "downloaded");
+
+    enter(app, scan_id, Stage::Probing).await?;
+    let info = probe::probe(media.file.path(), Duration::from_secs(30)).await?;
+    if let Some(d) = info.duration_sec
+        && d > MAX_DURATION_SECS
+    {
+        return Err(StageError::permanent(
+            "video_too_long",
+            format!("the clip is {d:.1} s long; the limit is {MAX_DURATION_SECS:.0} s"),
+        ));
+    }
+
+    enter(app, scan_id, Stage::Analysing).await?;
+    let result = app
+        .analyzer
+        .analyze(AnalysisInput {
+            scan_id,
+            request: &request,
+            media: media.file.path(),
+            probe: &info,
+        })
+        .await?;
+    drop(media);
+
+    enter(app, scan_id, Stage::Assembling).await?;
+    let json = serde_json::to_string(&result)
+        .map_err(|e| StageError::permanent("internal_error", e.to_string()))?;
+    let completed = app
+        .db
+        .complete_scan(scan_id, &json, app.clock.now_ms())
+        .await
+        .map_err(internal)?;
+    metrics::histogram!("brainscan_scan_duration_seconds").record(started.elapsed().as_secs_f64());
+    if completed && let Some(hook) = &request.webhook_url {
+        webhooks::enqueue(app, scan_id, &row.org_id, hook)
+            .await
+            .map_err(internal)?;
+    }
+    Ok(())
+}
+
+/// Ends a scan whose job failed for good. Nothing is charged: only `complete` scans are.
+pub async fn fail(app: &App, scan_id: &str, error: &StageError) {
+    if let Err(e) = app
+        .db
+        .fail_scan(
+            scan_id,
+            ScanStatus::Error,
+            &error.scan_error(),
+            app.clock.now_ms(),
+        )
+        .await
+    {
+        tracing::error!(scan.id = scan_id, error = %e, "could not record scan failure");
+    }
+}

@@ -1,0 +1,118 @@
+//! `brainscan serve`: the HTTP server and in-process workers, with graceful shutdown.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::app::App;
+use crate::config::ServeConfig;
+
+/// A started service.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub cancel: CancellationToken,
+    tracker: TaskTracker,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Running {
+    /// Stops accepting connections, lets requests and jobs finish (jobs up to the shutdown
+    /// grace, then they are released for other workers) and waits for every task.
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        match self.server.await {
+            Ok(Err(e)) => tracing::error!(error = %e, "server error"),
+            Err(e) => tracing::error!(error = %e, "server task failed"),
+            Ok(Ok(())) => {}
+        }
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+}
+
+/// Starts workers and the HTTP server on `listener`.
+pub fn start(app: Arc<App>, listener: TcpListener) -> std::io::Result<Running> {
+    let addr = listener.local_addr()?;
+    let cancel = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    crate::queue::spawn_workers(&app, app.config.queue.workers, &cancel, &tracker);
+    crate::metrics::handle();
+    let router = crate::api::router(app.clone());
+    let shutdown = cancel.clone();
+    let ready_app = app.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                shutdown.cancelled().await;
+                ready_app.ready.store(false, Ordering::SeqCst);
+            })
+            .await
+    });
+    app.ready.store(true, Ordering::SeqCst);
+    Ok(Running {
+        addr,
+        cancel,
+        tracker,
+        server,
+    })
+}
+
+async fn terminate_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+/// Runs until SIGINT/SIGTERM.
+///
+/// # Errors
+/// Start-up failures: the data folder, the database, the listen address, a missing ffprobe.
+pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
+    if !crate::media::probe::ffprobe_available().await {
+        anyhow::bail!(
+            "ffprobe was not found on PATH: install the Debian package `ffmpeg` (apt-get install ffmpeg)"
+        );
+    }
+    let listen = config.http.listen;
+    let app = App::production(config).await?;
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    let running = start(app, listener)?;
+    // Printed on stdout (not the log) so scripts and tests can find the port.
+    println!("brainscan listening on http://{}", running.addr);
+    terminate_signal().await;
+    tracing::info!("shutting down");
+    let cancel = running.cancel.clone();
+    tokio::select! {
+        () = running.shutdown() => {}
+        () = async {
+            cancel.cancelled().await;
+            tokio::signal::ctrl_c().await.ok();
+        } => tracing::warn!("second interrupt: exiting without waiting"),
+    }
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    Ok(())
+}

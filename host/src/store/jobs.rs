@@ -1,0 +1,182 @@
+//! The durable job queue's SQL: insert, claim with a lease, heartbeat, finish, retry, release.
+//!
+//! A job is claimed by one atomic `UPDATE … WHERE id = (SELECT … LIMIT 1) … RETURNING`, which
+//! SQLite runs under its single write lock. A `running` job whose lease has run out (its
+//! worker crashed or was killed) is claimable again; `attempts` counts claims, so a job that
+//! keeps killing its worker ends instead of looping.
+
+use sqlx::{Any, Row, Transaction};
+
+use super::{Db, StoreResult};
+
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub id: String,
+    pub kind: String,
+    pub payload: String,
+    pub max_attempts: i64,
+    pub run_after: i64,
+    pub created_at: i64,
+}
+
+/// A job this worker holds the lease of.
+#[derive(Debug, Clone)]
+pub struct ClaimedJob {
+    pub id: String,
+    pub kind: String,
+    pub payload: String,
+    /// Claims so far, this one included.
+    pub attempts: i64,
+    pub max_attempts: i64,
+}
+
+pub(super) async fn insert_job(tx: &mut Transaction<'_, Any>, job: &NewJob) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_after, created_at, updated_at) VALUES ($1, $2, $3, 'queued', 0, $4, $5, $6, $6)",
+    )
+    .bind(&job.id)
+    .bind(&job.kind)
+    .bind(&job.payload)
+    .bind(job.max_attempts)
+    .bind(job.run_after)
+    .bind(job.created_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+impl Db {
+    pub async fn enqueue(&self, job: &NewJob) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        insert_job(&mut tx, job).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Claims the oldest runnable job of `kind`: queued and due, or running with an expired
+    /// lease.
+    pub async fn claim_job(
+        &self,
+        kind: &str,
+        worker: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<Option<ClaimedJob>> {
+        let row = sqlx::query(
+            "UPDATE jobs SET state = 'running', locked_by = $2, locked_until = $3, attempts = attempts + 1, updated_at = $4
+             WHERE id = (
+                SELECT id FROM jobs
+                WHERE kind = $1 AND ((state = 'queued' AND run_after <= $4) OR (state = 'running' AND locked_until < $4))
+                ORDER BY run_after, created_at LIMIT 1
+             )
+             AND ((state = 'queued' AND run_after <= $4) OR (state = 'running' AND locked_until < $4))
+             RETURNING id, kind, payload, attempts, max_attempts",
+        )
+        .bind(kind)
+        .bind(worker)
+        .bind(now_ms + lease_ms)
+        .bind(now_ms)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| -> StoreResult<ClaimedJob> {
+            Ok(ClaimedJob {
+                id: r.try_get("id")?,
+                kind: r.try_get("kind")?,
+                payload: r.try_get("payload")?,
+                attempts: r.try_get("attempts")?,
+                max_attempts: r.try_get("max_attempts")?,
+            })
+        })
+        .transpose()
+    }
+
+    /// Extends the lease. `false` means the lease was lost (expired and taken by another
+    /// worker): the caller must stop working on the job.
+    pub async fn heartbeat_job(
+        &self,
+        id: &str,
+        worker: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE jobs SET locked_until = $3, updated_at = $4 WHERE id = $1 AND locked_by = $2 AND state = 'running'",
+        )
+        .bind(id)
+        .bind(worker)
+        .bind(now_ms + lease_ms)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Marks a job finished (`done`) or finally failed (`failed`).
+    pub async fn finish_job(
+        &self,
+        id: &str,
+        worker: &str,
+        failed: Option<&str>,
+        now_ms: i64,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE jobs SET state = $3, last_error = $4, locked_by = NULL, locked_until = NULL, updated_at = $5 WHERE id = $1 AND locked_by = $2 AND state = 'running'",
+        )
+        .bind(id)
+        .bind(worker)
+        .bind(if failed.is_some() { "failed" } else { "done" })
+        .bind(failed)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Puts a job back to run again at `run_after` after a transient failure.
+    pub async fn retry_job(
+        &self,
+        id: &str,
+        worker: &str,
+        run_after: i64,
+        error: &str,
+        now_ms: i64,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE jobs SET state = 'queued', run_after = $3, last_error = $4, locked_by = NULL, locked_until = NULL, updated_at = $5 WHERE id = $1 AND locked_by = $2 AND state = 'running'",
+        )
+        .bind(id)
+        .bind(worker)
+        .bind(run_after)
+        .bind(error)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Gives a job back at shutdown without spending an attempt, so another worker takes it at
+    /// once.
+    pub async fn release_job(&self, id: &str, worker: &str, now_ms: i64) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE jobs SET state = 'queued', attempts = attempts - 1, run_after = $3, locked_by = NULL, locked_until = NULL, updated_at = $3 WHERE id = $1 AND locked_by = $2 AND state = 'running'",
+        )
+        .bind(id)
+        .bind(worker)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Jobs waiting or running, per kind, for metrics.
+    pub async fn queue_depth(&self) -> StoreResult<Vec<(String, String, i64)>> {
+        let rows = sqlx::query(
+            "SELECT kind, state, COUNT(*) AS n FROM jobs WHERE state IN ('queued', 'running') GROUP BY kind, state",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("kind")?, r.try_get("state")?, r.try_get("n")?)))
+            .collect()
+    }
+}
