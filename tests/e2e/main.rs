@@ -1,1 +1,13 @@
-fn main() {}
+//! End-to-end tests: the real router (or the real binary) on a loopback port, a fresh SQLite
+//! file per test, and a loopback media server. Folders mirror the API.
+
+mod support;
+
+mod auth;
+mod billing;
+mod intelligence;
+mod openapi;
+mod process;
+mod scans;
+mod ssrf;
+mod webhooks;

@@ -1,0 +1,92 @@
+use serde_json::json;
+
+use crate::support::TestApp;
+
+async fn scan_and_fetch(
+    t: &TestApp,
+    org: &crate::support::Org,
+    lenses: serde_json::Value,
+) -> String {
+    let (s, b) = t.submit(org, "tone.wav", json!({"input": {"type": "audio", "audio_url": t.media.url("/media/tone.wav")}, "lenses": lenses})).await;
+    assert_eq!(s.as_u16(), 202, "{b}");
+    let id = b["scan_id"].as_str().expect("id").to_owned();
+    assert_eq!(t.wait_final(&id).await, "complete");
+    t.get(org, &format!("/scans/{id}")).await;
+    id
+}
+
+#[tokio::test]
+async fn rollup_matches_hand_computed_values_and_is_org_scoped() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let other = t.org("other", 10_000).await;
+    // The fixture analysis gives lens i the series 40+10i + [0, 1, -20] over the 3 s tone.
+    scan_and_fetch(&t, &org, json!(["attention"])).await;
+    scan_and_fetch(&t, &org, json!(["attention", "memory"])).await;
+    scan_and_fetch(&t, &org, json!(["memory"])).await;
+    scan_and_fetch(&t, &other, json!(["attention"])).await;
+
+    let (_, r) = t.get(&org, "/intelligence").await;
+    assert_eq!(r["scan_count"], 3);
+    // attention: both scans [40,41,20] -> 33.67; memory: [50,51,30] and [40,41,20] -> 38.67
+    assert_eq!(
+        r["lens_averages"],
+        json!({"attention": 33.67, "memory": 38.67})
+    );
+    assert_eq!(
+        r["avg_lens_curves"],
+        json!({"attention": [40.0, 41.0, 20.0], "memory": [45.0, 46.0, 25.0]})
+    );
+    assert_eq!(
+        r["recurring_drop_seconds"],
+        json!([{"second": 2, "lens": "attention", "count": 2}, {"second": 2, "lens": "memory", "count": 2}])
+    );
+    assert!(r.get("query").is_none() && r.get("recall").is_none());
+
+    let (_, r) = t
+        .get(
+            &org,
+            "/intelligence?q=viewers%20lost%20interest%20when%20the%20music%20stopped",
+        )
+        .await;
+    assert_eq!(r["query"], "viewers lost interest when the music stopped");
+    let hits = r["recall"].as_array().expect("recall");
+    assert_eq!(hits.len(), 4, "{hits:?}");
+    for hit in hits {
+        assert_eq!(hit["kind"], "moment");
+        assert_eq!(hit["second"], 2);
+        assert!(
+            hit["text"]
+                .as_str()
+                .expect("text")
+                .contains("music stopped")
+        );
+        assert!(hit["score"].as_f64().expect("score") > 0.0);
+    }
+    let (_, o) = t.get(&other, "/intelligence?q=music").await;
+    assert_eq!(o["scan_count"], 1);
+    assert_eq!(o["recall"].as_array().expect("recall").len(), 1);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn analyze_returns_the_stored_manipulation_block() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let with = scan_and_fetch(&t, &org, json!(["manipulation"])).await;
+    let without = scan_and_fetch(&t, &org, json!(["attention"])).await;
+    let (s, r) = t.post(&org, "/analyze", &json!({"scan_id": with})).await;
+    assert_eq!(s.as_u16(), 200, "{r}");
+    assert_eq!(r["scan_id"], with.as_str());
+    assert_eq!(r["result"]["manipulation"]["conversion_risk"], 42.0);
+    let (s, r) = t.post(&org, "/analyze", &json!({"scan_id": without})).await;
+    assert_eq!(
+        (s.as_u16(), r["error"].as_str()),
+        (422, Some("manipulation_not_scored"))
+    );
+    let (s, _) = t
+        .post(&org, "/analyze", &json!({"scan_id": "qualia_run_no_such"}))
+        .await;
+    assert_eq!(s.as_u16(), 404);
+    t.stop().await;
+}

@@ -1,0 +1,101 @@
+//! The served OpenAPI document describes what the server really answers: real responses are
+//! validated against the document's schemas.
+
+use serde_json::{Value, json};
+
+use crate::support::TestApp;
+
+fn response_schema(doc: &Value, path: &str, method: &str, status: u16) -> Value {
+    let schema =
+        doc["paths"][path][method]["responses"][status.to_string()]["content"]["application/json"]
+            ["schema"]
+            .clone();
+    assert!(!schema.is_null(), "no schema for {method} {path} {status}");
+    let mut root = match schema {
+        Value::Object(m) => m,
+        other => panic!("schema is not an object: {other}"),
+    };
+    root.insert("components".into(), doc["components"].clone());
+    Value::Object(root)
+}
+
+fn assert_valid(doc: &Value, path: &str, method: &str, status: u16, body: &Value) {
+    let schema = response_schema(doc, path, method, status);
+    let validator = jsonschema::draft202012::new(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(body)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{method} {path} {status}: {errors:?}\nbody: {body}"
+    );
+}
+
+#[tokio::test]
+async fn real_responses_match_the_served_document() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let doc: Value = t
+        .http
+        .get(t.url("/openapi.json"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        doc["openapi"].as_str().map(|v| v.starts_with("3.1")),
+        Some(true)
+    );
+
+    let (s, created) = t.submit(&org, "tone.wav", json!({"input": {"type": "audio", "audio_url": t.media.url("/media/tone.wav")}, "lenses": ["attention", "manipulation"], "options": {"include_raw": true, "include_fmri": true}})).await;
+    assert_valid(&doc, "/api/v1/scans", "post", s.as_u16(), &created);
+    let id = created["scan_id"].as_str().expect("id").to_owned();
+    let (s, inflight) = t.get(&org, &format!("/scans/{id}")).await;
+    assert_valid(&doc, "/api/v1/scans/{id}", "get", s.as_u16(), &inflight);
+    t.wait_final(&id).await;
+    let (s, done) = t.get(&org, &format!("/scans/{id}")).await;
+    assert_eq!(done["status"], "complete");
+    assert_valid(&doc, "/api/v1/scans/{id}", "get", s.as_u16(), &done);
+    let (s, list) = t.get(&org, "/scans").await;
+    assert_valid(&doc, "/api/v1/scans", "get", s.as_u16(), &list);
+    let (s, wallet) = t.get(&org, "/wallet").await;
+    assert_valid(&doc, "/api/v1/wallet", "get", s.as_u16(), &wallet);
+    let (s, intel) = t.get(&org, "/intelligence?q=music").await;
+    assert_valid(&doc, "/api/v1/intelligence", "get", s.as_u16(), &intel);
+    let (s, analyzed) = t.post(&org, "/analyze", &json!({"scan_id": id})).await;
+    assert_valid(&doc, "/api/v1/analyze", "post", s.as_u16(), &analyzed);
+    let (s, lenses) = t.get(&org, "/lenses").await;
+    assert_valid(&doc, "/api/v1/lenses", "get", s.as_u16(), &lenses);
+    // Errors.
+    let (s, e) = t.get(&org, "/scans/qualia_run_x_y").await;
+    assert_valid(&doc, "/api/v1/scans/{id}", "get", s.as_u16(), &e);
+    let (s, e) = t.submit(&org, "long.mp4", json!({})).await;
+    assert_valid(&doc, "/api/v1/scans", "post", s.as_u16(), &e);
+    let r = t.http.get(t.url("/wallet")).send().await.expect("send");
+    let status = r.status().as_u16();
+    assert_valid(
+        &doc,
+        "/api/v1/wallet",
+        "get",
+        status,
+        &r.json().await.expect("json"),
+    );
+    let r = t
+        .http
+        .delete(t.url("/wallet"))
+        .bearer_auth(&org.key)
+        .send()
+        .await
+        .expect("send");
+    assert_valid(
+        &doc,
+        "/api/v1/wallet",
+        "get",
+        r.status().as_u16(),
+        &r.json().await.expect("json"),
+    );
+    t.stop().await;
+}

@@ -1,0 +1,496 @@
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::TestApp;
+
+#[tokio::test]
+async fn create_normalises_lenses_and_model_and_answers_202() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let (s, body) = t
+        .submit(
+            &org,
+            "clip.mp4",
+            json!({"lenses": ["memory", "emotion", "memory", "attention"], "model": "mary"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["status"], "queued");
+    assert_eq!(body["lenses"], json!(["memory", "attention"]));
+    let id = body["scan_id"].as_str().expect("id");
+    assert!(id.starts_with("qualia_run_"), "{id}");
+    assert_eq!(id.split('_').count(), 4);
+
+    let (s, body) = t.submit(&org, "clip.mp4", json!({})).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    assert_eq!(
+        body["lenses"],
+        json!(["attention", "purchase_intent", "manipulation"])
+    );
+
+    let (s, body) = t
+        .submit(&org, "clip.mp4", json!({"lenses": ["emotion"]}))
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"], "invalid_request");
+    assert_eq!(body["field"], "lenses");
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn invalid_bodies_get_the_error_envelope() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let media = t.media.url("/media/clip.mp4");
+    let cases: Vec<(Value, u16, &str)> = vec![
+        (
+            json!({"input": {"type": "text", "text": "buy now"}}),
+            400,
+            "unsupported_input",
+        ),
+        (
+            json!({"input": {"type": "url", "url": media, "modality": "image"}}),
+            400,
+            "unsupported_input",
+        ),
+        (json!({"input": {"type": "video"}}), 400, "invalid_request"),
+        (
+            json!({"input": {"type": "hologram", "url": media}}),
+            400,
+            "invalid_request",
+        ),
+        (
+            json!({"input": {"type": "video", "video_url": "not a url"}}),
+            400,
+            "invalid_request",
+        ),
+        (
+            json!({"input": {"type": "video", "video_url": media}, "model": "gpt"}),
+            400,
+            "invalid_request",
+        ),
+        (
+            json!({"input": {"type": "video", "video_url": media}, "granularity": "frame"}),
+            400,
+            "invalid_request",
+        ),
+        (
+            json!({"input": {"type": "video", "video_url": media}, "lenses": "attention"}),
+            400,
+            "invalid_request",
+        ),
+        (
+            json!({"input": {"type": "video", "video_url": media}, "options": {"include_raw": "yes"}}),
+            400,
+            "invalid_request",
+        ),
+        (
+            json!({"input": {"type": "video", "video_url": media}, "webhook_url": "http://10.0.0.5/hook"}),
+            400,
+            "url_not_allowed",
+        ),
+        (json!({"nothing": true}), 400, "invalid_request"),
+        (
+            json!({"input": {"type": "video", "video_url": t.media.url("/media/page.html")}}),
+            422,
+            "unsupported_media",
+        ),
+        (
+            json!({"input": {"type": "video", "video_url": t.media.url("/media/garbage.bin")}}),
+            422,
+            "unsupported_media",
+        ),
+        (
+            json!({"input": {"type": "video", "video_url": t.media.url("/media/missing.mp4")}}),
+            422,
+            "download_failed",
+        ),
+    ];
+    for (body, status, code) in cases {
+        let (s, got) = t.post(&org, "/scans", &body).await;
+        assert_eq!(
+            (s.as_u16(), got["error"].as_str()),
+            (status, Some(code)),
+            "{body} -> {got}"
+        );
+        assert!(got["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    // Bad JSON, no content type, oversize body, unknown route, wrong method.
+    let r = t
+        .http
+        .post(t.url("/scans"))
+        .bearer_auth(&org.key)
+        .header("content-type", "application/json")
+        .body("{\"input\":")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 400);
+    assert_eq!(
+        r.json::<Value>().await.expect("json")["error"],
+        "invalid_json"
+    );
+    let r = t
+        .http
+        .post(t.url("/scans"))
+        .bearer_auth(&org.key)
+        .body("{}")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 415);
+    assert_eq!(
+        r.json::<Value>().await.expect("json")["error"],
+        "unsupported_media_type"
+    );
+    let big = format!(
+        "{{\"input\":{{\"type\":\"video\",\"text\":\"{}\"}}}}",
+        "x".repeat(100_000)
+    );
+    let r = t
+        .http
+        .post(t.url("/scans"))
+        .bearer_auth(&org.key)
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 413);
+    assert_eq!(
+        r.json::<Value>().await.expect("json")["error"],
+        "payload_too_large"
+    );
+    let r = t
+        .http
+        .get(format!("{}/api/v2/nothing", t.base))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 404);
+    assert_eq!(r.json::<Value>().await.expect("json")["error"], "not_found");
+    for method in ["POST", "PUT", "DELETE", "PATCH"] {
+        let r = t
+            .http
+            .request(method.parse().expect("m"), t.url("/wallet"))
+            .bearer_auth(&org.key)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status().as_u16(), 405, "{method}");
+        assert_eq!(
+            r.json::<Value>().await.expect("json")["error"],
+            "method_not_allowed"
+        );
+    }
+    // Nothing above was stored.
+    let (_, list) = t.get(&org, "/scans").await;
+    assert_eq!(list["total"], 0);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn over_three_minutes_is_rejected_up_front_with_no_charge() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 1_000).await;
+    let before = t.wallet(&org).await;
+    let (s, body) = t.submit(&org, "long.mp4", json!({})).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"], "video_too_long");
+    assert_eq!(t.wallet(&org).await, before);
+    let (_, list) = t.get(&org, "/scans").await;
+    assert_eq!(list["total"], 0);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn completed_scan_shows_fields_by_options() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let (_, a) = t.submit(&org, "clip.mp4", json!({"lenses": ["attention", "manipulation"], "options": {"include_raw": true, "include_fmri": true}})).await;
+    let (_, b) = t.submit(&org, "clip.mp4", json!({"lenses": ["memory"], "options": {"include_reasons": false, "include_benchmark": false}})).await;
+    let a_id = a["scan_id"].as_str().expect("id");
+    let b_id = b["scan_id"].as_str().expect("id");
+    assert_eq!(t.wait_final(a_id).await, "complete");
+    assert_eq!(t.wait_final(b_id).await, "complete");
+
+    let (s, a) = t.get(&org, &format!("/scans/{a_id}")).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(a["status"], "complete");
+    assert_eq!(a["duration_sec"], 5.0);
+    let timeline = a["timeline"].as_array().expect("timeline");
+    assert_eq!(timeline.len(), 5, "one entry per second");
+    let first = &timeline[0];
+    assert_eq!(first["second"], 0);
+    assert!(first["scores"]["attention"].is_number());
+    assert!(first["scores"].get("memory").is_none());
+    assert_eq!(first["benchmark"]["attention"]["label"], "average");
+    assert!(first["reasons"]["attention"].is_string());
+    assert_eq!(first["raw"].as_object().expect("raw").len(), 7);
+    assert_eq!(first["raw"]["Default Mode"], first["raw_labeled"]["Memory"]);
+    assert_eq!(first["raw"]["Somatomotor"], first["raw_labeled"]["Voice"]);
+    assert!(a["moments"].is_array());
+    assert!(a["summary"].is_string());
+    assert!(a.get("buy_moments").is_some_and(Value::is_null));
+    assert!(a.get("fmri_url").is_some_and(Value::is_null));
+    assert_eq!(a["manipulation"]["risk_band"], "moderate");
+    assert_eq!(a["grade"], "C");
+
+    let (_, b) = t.get(&org, &format!("/scans/{b_id}")).await;
+    for absent in [
+        "moments",
+        "summary",
+        "buy_moments",
+        "manipulation",
+        "fmri_url",
+    ] {
+        assert!(b.get(absent).is_none(), "{absent} must be absent: {b}");
+    }
+    let e = &b["timeline"][0];
+    for absent in ["benchmark", "reasons", "raw", "raw_labeled"] {
+        assert!(e.get(absent).is_none(), "{absent} must be absent");
+    }
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn in_flight_and_error_shapes() {
+    let t = TestApp::start_with(
+        |_| {},
+        std::sync::Arc::new(brainscan::pipeline::Unavailable),
+    )
+    .await;
+    let org = t.org("acme", 10_000).await;
+    let (_, body) = t.submit(&org, "clip.mp4", json!({})).await;
+    let id = body["scan_id"].as_str().expect("id");
+    let (s, early) = t.get(&org, &format!("/scans/{id}")).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(early.get("timeline").is_none());
+    assert!(early["progress"].is_number() && early["stage"].is_string());
+    assert_eq!(t.wait_final(id).await, "error");
+    let (_, failed) = t.get(&org, &format!("/scans/{id}")).await;
+    assert_eq!(failed["status"], "error");
+    assert!(
+        failed["error"]
+            .as_str()
+            .expect("error")
+            .starts_with("analysis_unavailable: "),
+        "{failed}"
+    );
+    assert!(failed.get("overall_score").is_none());
+    // Failed scans are never charged.
+    assert_eq!(t.wallet(&org).await["free_credit_remaining_usd"], 2.5);
+    assert_eq!(t.app.db.charge_count(id).await.expect("count"), 0);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn worker_retries_a_flaky_host_then_gives_up() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    // The host answers the submit-time probe, then 503 twice, then the file: attempts 1 and 2
+    // fail transiently and attempt 3 (of 3) completes.
+    let url = t.media.url("/flaky/clip.mp4?fail=2");
+    let (s, body) = t
+        .post(
+            &org,
+            "/scans",
+            &json!({"input": {"type": "video", "video_url": url}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{body}");
+    let id = body["scan_id"].as_str().expect("id").to_owned();
+    assert_eq!(t.wait_final(&id).await, "complete");
+    assert_eq!(
+        t.media.state.hits.lock().expect("lock")["flaky/clip.mp4/2"],
+        4
+    );
+
+    // Three failures exhaust the attempts: the scan ends in error, uncharged.
+    let url = t.media.url("/flaky/tone.wav?fail=3");
+    let (s, body) = t
+        .post(
+            &org,
+            "/scans",
+            &json!({"input": {"type": "audio", "audio_url": url}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{body}");
+    let id = body["scan_id"].as_str().expect("id").to_owned();
+    assert_eq!(t.wait_final(&id).await, "error");
+    let (_, failed) = t.get(&org, &format!("/scans/{id}")).await;
+    assert_eq!(
+        failed["error"],
+        "download_failed: the media host answered HTTP 503"
+    );
+    assert_eq!(t.app.db.charge_count(&id).await.expect("count"), 0);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn other_organisations_scans_are_invisible() {
+    let t = TestApp::start().await;
+    let a = t.org("a", 10_000).await;
+    let b = t.org("b", 10_000).await;
+    let (_, created) = t.submit(&a, "clip.mp4", json!({})).await;
+    let id = created["scan_id"].as_str().expect("id");
+    t.wait_final(id).await;
+    let (s_missing, missing) = t.get(&b, "/scans/qualia_run_doesnot_exist").await;
+    let (s_other, other) = t.get(&b, &format!("/scans/{id}")).await;
+    assert_eq!(
+        (s_missing, s_other),
+        (StatusCode::NOT_FOUND, StatusCode::NOT_FOUND)
+    );
+    assert_eq!(
+        missing, other,
+        "another organisation's scan must look exactly like a missing one"
+    );
+    let (_, list) = t.get(&b, "/scans").await;
+    assert_eq!(list["total"], 0);
+    let (_, analyze) = t.post(&b, "/analyze", &json!({"scan_id": id})).await;
+    assert_eq!(analyze["error"], "not_found");
+    // B's fetch did not settle A's charge.
+    assert_eq!(t.app.db.charge_count(id).await.expect("count"), 0);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn list_is_newest_first_and_clamped() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let (_, b) = t
+            .submit(
+                &org,
+                "tone.wav",
+                json!({"input": {"type": "audio", "audio_url": t.media.url("/media/tone.wav")}}),
+            )
+            .await;
+        ids.push(b["scan_id"].as_str().expect("id").to_owned());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (_, list) = t.get(&org, "/scans?limit=0").await;
+    assert_eq!(
+        (
+            list["object"].as_str(),
+            list["total"].as_i64(),
+            list["limit"].as_i64(),
+            list["offset"].as_i64()
+        ),
+        (Some("list"), Some(3), Some(1), Some(0))
+    );
+    assert_eq!(list["scans"][0]["scan_id"], ids[2].as_str());
+    let (_, list) = t.get(&org, "/scans?limit=1000&offset=1").await;
+    assert_eq!(list["limit"], 100);
+    let got: Vec<&str> = list["scans"]
+        .as_array()
+        .expect("scans")
+        .iter()
+        .map(|s| s["scan_id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(got, vec![ids[1].as_str(), ids[0].as_str()]);
+    let entry = &list["scans"][0];
+    assert_eq!(entry["input"]["kind"], "audio");
+    assert!(entry["created_at"].as_str().expect("ts").ends_with('Z'));
+    let (s, bad) = t.get(&org, "/scans?limit=abc").await;
+    assert_eq!(
+        (s, bad["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_request"))
+    );
+    // Lenses endpoint.
+    let (_, lenses) = t.get(&org, "/lenses").await;
+    assert_eq!(
+        lenses["lenses"],
+        json!(["attention", "memory", "purchase_intent", "manipulation"])
+    );
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn idempotency_key_replays_and_conflicts() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let body = json!({"input": {"type": "video", "video_url": t.media.url("/media/clip.mp4")}, "lenses": ["memory"]});
+    let send = |b: Value, key: &'static str| {
+        let req = t
+            .http
+            .post(t.url("/scans"))
+            .bearer_auth(&org.key)
+            .header("idempotency-key", key)
+            .json(&b);
+        async move {
+            let r = req.send().await.expect("send");
+            let replayed = r.headers().get("idempotent-replayed").is_some();
+            (
+                r.status().as_u16(),
+                replayed,
+                r.json::<Value>().await.expect("json"),
+            )
+        }
+    };
+    let (s1, r1, first) = send(body.clone(), "order-1").await;
+    let (s2, r2, second) = send(body.clone(), "order-1").await;
+    assert_eq!((s1, r1), (202, false));
+    assert_eq!((s2, r2), (202, true));
+    assert_eq!(first, second);
+    let mut other = body.clone();
+    other["lenses"] = json!(["attention"]);
+    let (s3, _, conflict) = send(other, "order-1").await;
+    assert_eq!((s3, conflict["error"].as_str()), (409, Some("conflict")));
+    let (_, list) = t.get(&org, "/scans").await;
+    assert_eq!(list["total"], 1, "a replay must not create a second scan");
+    // Past 24 hours the key is free again.
+    t.clock
+        .set(chrono::Utc::now() + chrono::Duration::hours(25));
+    let (s4, r4, third) = send(body, "order-1").await;
+    assert_eq!((s4, r4), (202, false));
+    assert_ne!(third["scan_id"], first["scan_id"]);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn health_readiness_and_metrics() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let (_, b) = t.submit(&org, "clip.mp4", json!({})).await;
+    t.wait_final(b["scan_id"].as_str().expect("id")).await;
+    let h: Value = t
+        .http
+        .get(format!("{}/healthz", t.base))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(h["status"], "ok");
+    let r = t
+        .http
+        .get(format!("{}/readyz", t.base))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(r.headers().get("x-request-id").is_some());
+    let text = t
+        .http
+        .get(format!("{}/metrics", t.base))
+        .send()
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("text");
+    assert!(text.contains("brainscan_http_requests_total"), "{text}");
+    assert!(
+        text.contains("brainscan_scans{status=\"complete\"}"),
+        "{text}"
+    );
+    assert!(text.contains("brainscan_queue_jobs{"), "{text}");
+    assert!(text.contains("brainscan_job_duration_seconds"), "{text}");
+    assert!(!text.contains(&org.key));
+    t.stop().await;
+}

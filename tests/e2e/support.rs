@@ -1,0 +1,512 @@
+//! Test fixtures: media generated with ffmpeg, a loopback media/webhook server, and `TestApp`.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path as AxPath, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use brainscan::app::App;
+use brainscan::clock::ShiftedClock;
+use brainscan::config::ServeConfig;
+use brainscan::pipeline::{AnalysisInput, Analyzer, StageError};
+use brainscan::result::*;
+use brainscan::serve::Running;
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+/// Media files made once per test run.
+pub struct Fixtures {
+    _dir: TempDir,
+    pub dir: PathBuf,
+}
+
+pub fn fixtures() -> &'static Fixtures {
+    static F: OnceLock<Fixtures> = OnceLock::new();
+    F.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().to_path_buf();
+        let ff = |args: &[&str]| {
+            let ok = Command::new("ffmpeg")
+                .args(["-loglevel", "error", "-y"])
+                .args(args)
+                .current_dir(&path)
+                .status()
+                .expect("ffmpeg must be installed (the test command installs it)");
+            assert!(ok.success(), "ffmpeg failed: {args:?}");
+        };
+        ff(&[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=160x90:rate=10",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=frequency=440:sample_rate=16000",
+            "-t",
+            "5",
+            "-c:v",
+            "mpeg4",
+            "-c:a",
+            "aac",
+            "-shortest",
+            "clip.mp4",
+        ]);
+        ff(&[
+            "-f",
+            "lavfi",
+            "-i",
+            "color=c=black:s=32x18:r=2",
+            "-t",
+            "200",
+            "-c:v",
+            "mpeg4",
+            "long.mp4",
+        ]);
+        ff(&[
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=frequency=300:sample_rate=8000",
+            "-t",
+            "3",
+            "tone.wav",
+        ]);
+        std::fs::write(
+            path.join("page.html"),
+            "<!doctype html><html><body>not media</body></html>",
+        )
+        .expect("write");
+        std::fs::write(path.join("garbage.bin"), vec![0x5a_u8; 4096]).expect("write");
+        Fixtures {
+            _dir: dir,
+            dir: path,
+        }
+    })
+}
+
+/// What the loopback server saw and should answer.
+#[derive(Default)]
+pub struct ServerState {
+    pub dir: PathBuf,
+    pub hits: Mutex<HashMap<String, u32>>,
+    pub hooks: Mutex<Vec<(HeaderMap, Vec<u8>)>>,
+    /// Status the webhook receiver answers; 0 means 200.
+    pub hook_status: AtomicU16,
+    /// Webhook requests to refuse with 500 before accepting.
+    pub hook_failures: AtomicU16,
+}
+
+pub struct MediaServer {
+    pub addr: SocketAddr,
+    pub state: Arc<ServerState>,
+}
+
+impl MediaServer {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+}
+
+fn content_type(name: &str) -> &'static str {
+    match name.rsplit('.').next() {
+        Some("mp4") => "video/mp4",
+        Some("wav") => "audio/wav",
+        Some("html") => "text/html; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+async fn media(State(s): State<Arc<ServerState>>, AxPath(name): AxPath<String>) -> Response {
+    match std::fs::read(s.dir.join(&name)) {
+        Ok(bytes) => ([(header::CONTENT_TYPE, content_type(&name))], bytes).into_response(),
+        Err(_) => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// Streams the file slowly: 2 KiB every 100 ms.
+async fn slow(State(s): State<Arc<ServerState>>, AxPath(name): AxPath<String>) -> Response {
+    let Ok(bytes) = std::fs::read(s.dir.join(&name)) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let chunks: Vec<Vec<u8>> = bytes.chunks(2048).map(<[u8]>::to_vec).collect();
+    let stream = futures_util::stream::unfold(chunks.into_iter(), |mut it| async move {
+        let next = it.next()?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        Some((Ok::<_, std::io::Error>(next), it))
+    });
+    (
+        [(header::CONTENT_TYPE, content_type(&name))],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// Serves the first request (the submit-time probe), answers 503 to the next `fail`, then
+/// serves the file again. Hits are counted under `flaky/{name}/{fail}`.
+async fn flaky(
+    State(s): State<Arc<ServerState>>,
+    AxPath(name): AxPath<String>,
+    Query(q): Query<HashMap<String, u32>>,
+) -> Response {
+    let fail = q.get("fail").copied().unwrap_or(1);
+    let n = {
+        let mut hits = s.hits.lock().expect("lock");
+        let n = hits.entry(format!("flaky/{name}/{fail}")).or_default();
+        *n += 1;
+        *n
+    };
+    if n > 1 && n <= 1 + fail {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
+    media(State(s), AxPath(name)).await
+}
+
+async fn redirect(Query(q): Query<HashMap<String, String>>) -> Response {
+    let to = q.get("to").cloned().unwrap_or_default();
+    (StatusCode::FOUND, [(header::LOCATION, to)]).into_response()
+}
+
+async fn hook(
+    State(s): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> StatusCode {
+    s.hooks.lock().expect("lock").push((headers, body.to_vec()));
+    if s.hook_failures.load(Ordering::SeqCst) > 0 {
+        s.hook_failures.fetch_sub(1, Ordering::SeqCst);
+        return StatusCode::INTERNAL_SERVER_ERROR;
+    }
+    match s.hook_status.load(Ordering::SeqCst) {
+        0 => StatusCode::OK,
+        c => StatusCode::from_u16(c).unwrap_or(StatusCode::OK),
+    }
+}
+
+pub async fn media_server() -> MediaServer {
+    let state = Arc::new(ServerState {
+        dir: fixtures().dir.clone(),
+        ..Default::default()
+    });
+    let router = Router::new()
+        .route("/media/{name}", get(media))
+        .route("/slow/{name}", get(slow))
+        .route("/flaky/{name}", get(flaky))
+        .route("/redirect", get(redirect))
+        .route("/hook", post(hook))
+        .with_state(state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    MediaServer { addr, state }
+}
+
+/// A deterministic analysis stage for tests: a fixed-formula result for the probed duration.
+/// It stands in for the inference core and plugins (other issues) so billing, options and
+/// memory can be tested on completed scans.
+pub struct FixtureAnalyzer;
+
+pub fn fixture_result(duration: f64, lenses: &[String]) -> ScanResult {
+    let t = duration.ceil().max(1.0) as u32;
+    let timeline = (0..t)
+        .map(|s| {
+            let scores: BTreeMap<String, f64> = lenses
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    (
+                        l.clone(),
+                        40.0 + 10.0 * i as f64 + if s == 2 { -20.0 } else { f64::from(s) },
+                    )
+                })
+                .collect();
+            StoredSecond {
+                second: s,
+                benchmark: scores
+                    .iter()
+                    .map(|(l, v)| {
+                        (
+                            l.clone(),
+                            Benchmark {
+                                percentile: *v,
+                                label: benchmark_label(*v).into(),
+                            },
+                        )
+                    })
+                    .collect(),
+                reasons: scores
+                    .keys()
+                    .map(|l| (l.clone(), format!("{l} moved at second {s}")))
+                    .collect(),
+                scores,
+                raw: [0.1 * f64::from(s), 0.2, 0.3, 0.4, 0.5, 0.6, 0.7],
+            }
+        })
+        .collect();
+    let moments = lenses
+        .iter()
+        .map(|l| Moment {
+            kind: if l == "attention" {
+                "attention_drop".into()
+            } else {
+                "lens_drop".into()
+            },
+            lens: l.clone(),
+            second: 2,
+            from: 41.0,
+            to: 20.0,
+            delta: -21.0,
+            z: -2.5,
+            reason: format!("{l} dropped when the music stopped"),
+            brain_reason: format!("{l} dropped"),
+            content_line: None,
+        })
+        .collect();
+    let manipulation = lenses
+        .iter()
+        .any(|l| l == "manipulation")
+        .then(|| Manipulation {
+            conversion_risk: 42.0,
+            risk_band: "moderate".into(),
+            cognitive_sovereignty_index: 0.1,
+            sovereignty: 58.0,
+            pbi: 0.2,
+            threat: Threat {
+                label: "Moderate".into(),
+                severity: "moderate".into(),
+                color: "#f5a623".into(),
+                note: "n".into(),
+            },
+            population: Population {
+                per_ten: 4.2,
+                per_ten_thousand: 4200.0,
+                note: "n".into(),
+            },
+            quadrant: Quadrant {
+                key: "clean".into(),
+                label: "Clean".into(),
+                lowers_guard: 30.0,
+                wins_over: 40.0,
+                how: "h".into(),
+            },
+            circuits: vec![],
+            mechanisms: vec![Mechanism {
+                key: "SR".into(),
+                label: "Social Reward".into(),
+                share: 1.0,
+            }],
+            timeline: vec![],
+            peak_moment: None,
+            tactics: vec![],
+        });
+    ScanResult {
+        overall_score: Some(61.0),
+        grade: Some(grade_for(61.0).into()),
+        duration_sec: duration,
+        lenses: lenses.to_vec(),
+        timeline,
+        moments,
+        summary: "A steady clip with one dip at second 2.".into(),
+        buy_moments: None,
+        manipulation,
+        fmri_key: None,
+        low_signal: false,
+        provenance: json!({"model": "test-fixture"}),
+    }
+}
+
+impl Analyzer for FixtureAnalyzer {
+    fn lenses(&self) -> Vec<String> {
+        brainscan::scan::BUILTIN_LENSES
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect()
+    }
+
+    fn analyze<'a>(
+        &'a self,
+        input: AnalysisInput<'a>,
+    ) -> BoxFuture<'a, Result<ScanResult, StageError>> {
+        Box::pin(async move {
+            Ok(fixture_result(
+                input.probe.duration_sec.unwrap_or(1.0),
+                &input.request.lenses,
+            ))
+        })
+    }
+}
+
+/// An in-process service with its own database, clock and loopback media server.
+pub struct TestApp {
+    pub app: Arc<App>,
+    pub clock: Arc<ShiftedClock>,
+    pub base: String,
+    pub http: reqwest::Client,
+    pub media: MediaServer,
+    running: Option<Running>,
+    _dir: TempDir,
+}
+
+pub struct Org {
+    pub id: String,
+    pub key: String,
+    pub secret: String,
+}
+
+pub fn config(dir: &Path) -> ServeConfig {
+    let mut c = ServeConfig::with_data_dir(dir.to_path_buf());
+    c.queue.workers = 2;
+    c.queue.poll_ms = 50;
+    c.queue.retry_base_ms = 100;
+    c.queue.lease_ms = 5_000;
+    c.queue.heartbeat_ms = 500;
+    c.queue.shutdown_grace_secs = 2;
+    c.webhook.webhook_retry_base_ms = 100;
+    c.fetch.fetch_allow_addrs = vec!["127.0.0.1:1".parse().expect("addr")];
+    c.http.key_cache_secs = 1;
+    c
+}
+
+impl TestApp {
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}, Arc::new(FixtureAnalyzer)).await
+    }
+
+    pub async fn start_with(
+        tweak: impl FnOnce(&mut ServeConfig),
+        analyzer: Arc<dyn Analyzer>,
+    ) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut c = config(dir.path());
+        tweak(&mut c);
+        let clock = ShiftedClock::new();
+        let app = App::build(c, clock.clone(), analyzer).await.expect("app");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let running = brainscan::serve::start(app.clone(), listener).expect("start");
+        let base = format!("http://{}", running.addr);
+        Self {
+            app,
+            clock,
+            base,
+            http: reqwest::Client::new(),
+            media: media_server().await,
+            running: Some(running),
+            _dir: dir,
+        }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(r) = self.running.take() {
+            r.shutdown().await;
+        }
+    }
+
+    pub async fn org(&self, name: &str, deposit_cents: i64) -> Org {
+        let org = brainscan::store::orgs::Org {
+            id: brainscan::ids::new_org_id(),
+            name: name.into(),
+            webhook_secret: brainscan::webhooks::new_secret(),
+            created_at: self.app.clock.now_ms(),
+        };
+        use brainscan::clock::Clock;
+        self.app
+            .db
+            .create_org(&org, &brainscan::billing::period_of(self.clock.now()))
+            .await
+            .expect("org");
+        let key = brainscan::auth::generate(&org.id, 0);
+        self.app.db.insert_api_key(&key.row).await.expect("key");
+        if deposit_cents > 0 {
+            self.app
+                .db
+                .credit_wallet(&org.id, deposit_cents, "test", 0)
+                .await
+                .expect("credit");
+        }
+        Org {
+            id: org.id,
+            key: key.secret,
+            secret: org.webhook_secret,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}/api/v1{}", self.base, path)
+    }
+
+    pub async fn get(&self, org: &Org, path: &str) -> (StatusCode, Value) {
+        let r = self
+            .http
+            .get(self.url(path))
+            .bearer_auth(&org.key)
+            .send()
+            .await
+            .expect("send");
+        let status = StatusCode::from_u16(r.status().as_u16()).expect("status");
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn post(&self, org: &Org, path: &str, body: &Value) -> (StatusCode, Value) {
+        let r = self
+            .http
+            .post(self.url(path))
+            .bearer_auth(&org.key)
+            .json(body)
+            .send()
+            .await
+            .expect("send");
+        let status = StatusCode::from_u16(r.status().as_u16()).expect("status");
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Submits a video scan of a fixture file served by the media server.
+    pub async fn submit(&self, org: &Org, file: &str, extra: Value) -> (StatusCode, Value) {
+        let mut body = json!({"input": {"type": "video", "video_url": self.media.url(&format!("/media/{file}"))}});
+        if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                b.insert(k.clone(), v.clone());
+            }
+        }
+        self.post(org, "/scans", &body).await
+    }
+
+    /// Polls (without fetching the completed body, which would settle the charge) until the
+    /// scan leaves queued/processing.
+    pub async fn wait_final(&self, scan_id: &str) -> String {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let row = self.app.db.get_scan_by_id(scan_id).await.expect("scan");
+            if !matches!(row.status.as_str(), "queued" | "processing") {
+                return row.status;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "scan {scan_id} stuck in {}",
+                row.status
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn wallet(&self, org: &Org) -> Value {
+        let (s, w) = self.get(org, "/wallet").await;
+        assert_eq!(s, StatusCode::OK);
+        w
+    }
+}

@@ -1,0 +1,67 @@
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::TestApp;
+
+#[tokio::test]
+async fn completed_scan_is_posted_signed_and_retried() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    t.media.state.hook_failures.store(1, Ordering::SeqCst);
+    let hook = t.media.url("/hook");
+    let (s, b) = t.submit(&org, "tone.wav", json!({"input": {"type": "audio", "audio_url": t.media.url("/media/tone.wav")}, "webhook_url": hook})).await;
+    assert_eq!(s.as_u16(), 202, "{b}");
+    let id = b["scan_id"].as_str().expect("id").to_owned();
+    assert_eq!(t.wait_final(&id).await, "complete");
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while t.media.state.hooks.lock().expect("lock").len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "webhook not retried"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let hooks = t.media.state.hooks.lock().expect("lock").clone();
+    let (first_headers, _) = &hooks[0];
+    let (headers, body) = &hooks[1];
+    let h = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .expect(name)
+            .to_owned()
+    };
+    // One message id across retries, so receivers can de-duplicate.
+    assert_eq!(first_headers.get("webhook-id"), headers.get("webhook-id"));
+    let expected = brainscan::webhooks::sign(
+        &org.secret,
+        &h("webhook-id"),
+        h("webhook-timestamp").parse().expect("ts"),
+        body,
+    )
+    .expect("sign");
+    assert_eq!(h("webhook-signature"), expected);
+    // A receiver with a different secret would reject it.
+    let wrong = brainscan::webhooks::sign(
+        &brainscan::webhooks::new_secret(),
+        &h("webhook-id"),
+        h("webhook-timestamp").parse().expect("ts"),
+        body,
+    )
+    .expect("sign");
+    assert_ne!(h("webhook-signature"), wrong);
+    let scan: Value = serde_json::from_slice(body).expect("json");
+    assert_eq!(scan["scan_id"], id.as_str());
+    assert_eq!(scan["status"], "complete");
+    assert!(scan["timeline"].is_array());
+
+    let deliveries = t.app.db.deliveries_for_scan(&id).await.expect("deliveries");
+    let codes: Vec<Option<i64>> = deliveries.iter().map(|d| d.status_code).collect();
+    assert_eq!(codes, vec![Some(500), Some(200)]);
+    // Delivery never settles the charge: only the client's first fetch does.
+    assert_eq!(t.app.db.charge_count(&id).await.expect("count"), 0);
+    t.stop().await;
+}
