@@ -25,6 +25,8 @@ pub struct App {
     pub wake: Notify,
     /// False until start-up checks pass, and again while shutting down.
     pub ready: AtomicBool,
+    /// Per-organisation request rate limit (GCRA token bucket); `None` when disabled.
+    pub limiter: Option<governor::DefaultKeyedRateLimiter<String>>,
 }
 
 impl App {
@@ -47,6 +49,11 @@ impl App {
         let db = Db::connect(&config.store.database_url()).await?;
         let keys = KeyResolver::new(db.clone(), Duration::from_secs(config.http.key_cache_secs));
         let fetcher = Fetcher::new(&config.fetch)?;
+        let limiter = std::num::NonZeroU32::new(config.http.rate_limit_per_sec).map(|rate| {
+            let burst =
+                std::num::NonZeroU32::new(config.http.rate_limit_burst.max(1)).unwrap_or(rate);
+            governor::RateLimiter::keyed(governor::Quota::per_second(rate).allow_burst(burst))
+        });
         Ok(Arc::new(Self {
             config,
             db,
@@ -56,6 +63,7 @@ impl App {
             analyzer,
             wake: Notify::new(),
             ready: AtomicBool::new(false),
+            limiter,
         }))
     }
 

@@ -157,6 +157,14 @@ pub struct HttpConfig {
     #[arg(long, env = "BRAINSCAN_KEY_CACHE_SECS", default_value_t = 5)]
     pub key_cache_secs: u64,
 
+    /// Sustained requests per second allowed per organisation (0 disables the limit).
+    #[arg(long, env = "BRAINSCAN_RATE_LIMIT_PER_SEC", default_value_t = 20)]
+    pub rate_limit_per_sec: u32,
+
+    /// Requests an organisation may burst above the sustained rate.
+    #[arg(long, env = "BRAINSCAN_RATE_LIMIT_BURST", default_value_t = 40)]
+    pub rate_limit_burst: u32,
+
     /// Log as JSON lines (for production log shippers) instead of human-readable text.
     #[arg(long, env = "BRAINSCAN_LOG_JSON", default_value_t = false)]
     pub log_json: bool,

@@ -133,7 +133,8 @@ async fn enter(app: &App, scan_id: &str, stage: Stage) -> Result<bool, StageErro
 }
 
 /// Runs one scan to `complete`. Returns `Ok` also when the scan had already reached a final
-/// state (a retried or duplicated job must be harmless).
+/// state (a retried or duplicated job must be harmless) or is cancelled while it runs: every
+/// stage starts by re-checking the state, and a cancelled scan can never be completed.
 ///
 /// # Errors
 /// The failing stage's error; the caller decides between retry and `error`.
@@ -169,7 +170,9 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
         .await?;
     tracing::info!(scan.id = scan_id, bytes = media.bytes, "downloaded");
 
-    enter(app, scan_id, Stage::Probing).await?;
+    if !enter(app, scan_id, Stage::Probing).await? {
+        return Ok(()); // cancelled meanwhile
+    }
     let info = probe::probe(media.file.path(), Duration::from_secs(30)).await?;
     if let Some(d) = info.duration_sec
         && d > MAX_DURATION_SECS
@@ -180,7 +183,9 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
         ));
     }
 
-    enter(app, scan_id, Stage::Analysing).await?;
+    if !enter(app, scan_id, Stage::Analysing).await? {
+        return Ok(()); // cancelled meanwhile
+    }
     let result = app
         .analyzer
         .analyze(AnalysisInput {
@@ -192,7 +197,9 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
         .await?;
     drop(media);
 
-    enter(app, scan_id, Stage::Assembling).await?;
+    if !enter(app, scan_id, Stage::Assembling).await? {
+        return Ok(()); // cancelled meanwhile
+    }
     let json = serde_json::to_string(&result)
         .map_err(|e| StageError::permanent("internal_error", e.to_string()))?;
     let completed = app

@@ -88,3 +88,41 @@ async fn every_endpoint_requires_a_key() {
     }
     t.stop().await;
 }
+
+#[tokio::test]
+async fn each_organisation_is_rate_limited_on_its_own() {
+    let t = TestApp::start_with(
+        |c| {
+            c.http.rate_limit_per_sec = 1;
+            c.http.rate_limit_burst = 3;
+        },
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    let a = t.org("a", 0).await;
+    let b = t.org("b", 0).await;
+    for _ in 0..3 {
+        assert_eq!(t.get(&a, "/wallet").await.0, StatusCode::OK);
+    }
+    let r = t
+        .http
+        .get(t.url("/wallet"))
+        .bearer_auth(&a.key)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 429);
+    let retry: u64 = r.headers()["retry-after"]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("seconds");
+    assert!((1..=2).contains(&retry), "{retry}");
+    assert_eq!(
+        r.json::<Value>().await.expect("json")["error"],
+        "rate_limited"
+    );
+    // Another organisation is unaffected.
+    assert_eq!(t.get(&b, "/wallet").await.0, StatusCode::OK);
+    t.stop().await;
+}

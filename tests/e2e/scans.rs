@@ -494,3 +494,67 @@ async fn health_readiness_and_metrics() {
     assert!(!text.contains(&org.key));
     t.stop().await;
 }
+
+#[tokio::test]
+async fn a_cancelled_scan_stays_cancelled_and_is_never_charged() {
+    let t = TestApp::start_with(
+        |c| c.fetch.probe_timeout_secs = 1,
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    let org = t.org("acme", 10_000).await;
+    // The slow host makes the submit probe time out (accepted unprobed) and keeps the worker
+    // downloading for a few seconds.
+    let url = t.media.url("/slow/clip.mp4");
+    let (s, b) = t
+        .post(
+            &org,
+            "/scans",
+            &json!({"input": {"type": "video", "video_url": url}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    let id = b["scan_id"].as_str().expect("id").to_owned();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while t.app.db.get_scan_by_id(&id).await.expect("scan").stage != "downloading" {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (s, cancelled) = t
+        .post(&org, &format!("/scans/{id}/cancel"), &json!({}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{cancelled}");
+    assert_eq!(cancelled["status"], "cancelled");
+    assert!(
+        cancelled["error"]
+            .as_str()
+            .expect("error")
+            .starts_with("cancelled: ")
+    );
+    // Let the worker finish the download and find the scan cancelled.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let depth = t.app.db.queue_depth().await.expect("depth");
+        if depth.iter().all(|(kind, _, n)| kind != "scan" || *n == 0) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "job never finished");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, after) = t.get(&org, &format!("/scans/{id}")).await;
+    assert_eq!(after["status"], "cancelled", "{after}");
+    assert_eq!(t.app.db.charge_count(&id).await.expect("count"), 0);
+    let (s, again) = t
+        .post(&org, &format!("/scans/{id}/cancel"), &json!({}))
+        .await;
+    assert_eq!(
+        (s.as_u16(), again["error"].as_str()),
+        (409, Some("scan_not_cancellable"))
+    );
+    let other = t.org("other", 0).await;
+    let (s, _) = t
+        .post(&other, &format!("/scans/{id}/cancel"), &json!({}))
+        .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    t.stop().await;
+}

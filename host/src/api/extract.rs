@@ -39,6 +39,14 @@ impl FromRequestParts<Arc<App>> for Authed {
             .map_err(ApiError::internal)?
             .ok_or_else(ApiError::unauthorized)?;
         tracing::Span::current().record("org.id", caller.org_id.as_str());
+        if let Some(limiter) = &app.limiter
+            && let Err(not_until) = limiter.check_key(&caller.org_id)
+        {
+            use governor::clock::Clock;
+            let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
+            metrics::counter!("brainscan_rate_limited_total").increment(1);
+            return Err(ApiError::rate_limited(wait));
+        }
         Ok(Self(caller))
     }
 }

@@ -29,6 +29,7 @@ impl Modify for BearerKey {
         super::scans::create_scan,
         super::scans::get_scan,
         super::scans::list_scans,
+        super::scans::cancel_scan,
         super::wallet::get_wallet,
         super::intelligence::get_intelligence,
         super::analyze::analyze,

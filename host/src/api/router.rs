@@ -73,6 +73,7 @@ pub fn router(app: Arc<App>) -> Router {
         // Scans
         .route("/scans", post(scans::create_scan).get(scans::list_scans))
         .route("/scans/{id}", get(scans::get_scan))
+        .route("/scans/{id}/cancel", post(scans::cancel_scan))
         .route("/analyze", post(analyze::analyze))
         .route("/lenses", get(lenses::list_lenses))
         // Money

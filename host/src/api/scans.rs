@@ -473,3 +473,43 @@ pub async fn list_scans(
         scans,
     }))
 }
+
+/// Cancel a queued or processing scan. Cancelled scans are never charged.
+#[utoipa::path(
+    post, path = "/api/v1/scans/{id}/cancel", tag = "scans",
+    params(("id" = String, Path, description = "A scan_id from create")),
+    responses(
+        (status = 200, description = "The scan, now cancelled", body = ScanView),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "scan_not_cancellable: the scan already ended", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn cancel_scan(
+    State(app): State<Arc<App>>,
+    Authed(caller): Authed,
+    ScanIdPath(id): ScanIdPath,
+) -> Result<Json<ScanView>, ApiError> {
+    let row = app
+        .db
+        .cancel_scan(
+            &caller.org_id,
+            &id,
+            "cancelled: cancelled by the client; nothing was charged",
+            app.clock.now_ms(),
+        )
+        .await
+        .map_err(|e| match e {
+            crate::store::StoreError::NotFound => ApiError::not_found("the scan"),
+            crate::store::StoreError::Conflict(m) => {
+                ApiError::new(StatusCode::CONFLICT, "scan_not_cancellable", m)
+            }
+            other => other.into(),
+        })?;
+    metrics::counter!("brainscan_scans_cancelled_total").increment(1);
+    tracing::info!(scan.id = %id, "scan cancelled");
+    Ok(Json(
+        views::scan_view(&app, &row).map_err(ApiError::internal)?,
+    ))
+}

@@ -362,3 +362,36 @@ impl Db {
         Ok(Some(row.try_get("response")?))
     }
 }
+
+impl Db {
+    /// Cancels a queued or processing scan of one organisation. A worker holding its job
+    /// notices at its next stage (and can never complete it): see `pipeline::run_scan`.
+    ///
+    /// # Errors
+    /// `NotFound` for a missing or foreign scan; `Conflict` when it already ended.
+    pub async fn cancel_scan(
+        &self,
+        org_id: &str,
+        id: &str,
+        reason: &str,
+        now_ms: i64,
+    ) -> StoreResult<ScanRow> {
+        let done = sqlx::query(
+            "UPDATE scans SET status = 'cancelled', stage = 'failed', error = $3, updated_at = $4 WHERE id = $1 AND org_id = $2 AND status IN ('queued', 'processing')",
+        )
+        .bind(id)
+        .bind(org_id)
+        .bind(reason)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        let row = self.get_scan(org_id, id).await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Conflict(format!(
+                "the scan is {}; only queued or processing scans can be cancelled",
+                row.status
+            )));
+        }
+        Ok(row)
+    }
+}
