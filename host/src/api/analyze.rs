@@ -60,10 +60,7 @@ pub async fn analyze(
         .db
         .get_scan(&caller.org_id, &body.scan_id)
         .await
-        .map_err(|e| match e {
-            crate::store::StoreError::NotFound => ApiError::not_found("the scan"),
-            other => other.into(),
-        })?;
+        .map_err(|e| super::error::scan_lookup(e, "conflict"))?;
     let Some(json) = row
         .result_json
         .as_deref()

@@ -96,6 +96,18 @@ impl ApiError {
     }
 }
 
+/// A store error from looking up a scan: `NotFound` names the scan (and reads the same for
+/// another organisation's scan), `Conflict` becomes `conflict_code`.
+pub fn scan_lookup(e: crate::store::StoreError, conflict_code: &'static str) -> ApiError {
+    match e {
+        crate::store::StoreError::NotFound => ApiError::not_found("the scan"),
+        crate::store::StoreError::Conflict(m) => {
+            ApiError::new(StatusCode::CONFLICT, conflict_code, m)
+        }
+        other => other.into(),
+    }
+}
+
 impl From<crate::store::StoreError> for ApiError {
     fn from(e: crate::store::StoreError) -> Self {
         match e {

@@ -412,10 +412,7 @@ pub async fn get_scan(
         .db
         .get_scan(&caller.org_id, &id)
         .await
-        .map_err(|e| match e {
-            crate::store::StoreError::NotFound => ApiError::not_found("the scan"),
-            other => other.into(),
-        })?;
+        .map_err(|e| super::error::scan_lookup(e, "conflict"))?;
     if row.status == "complete" && row.charged_at.is_none() {
         let now = app.clock.now();
         if app
@@ -500,13 +497,7 @@ pub async fn cancel_scan(
             app.clock.now_ms(),
         )
         .await
-        .map_err(|e| match e {
-            crate::store::StoreError::NotFound => ApiError::not_found("the scan"),
-            crate::store::StoreError::Conflict(m) => {
-                ApiError::new(StatusCode::CONFLICT, "scan_not_cancellable", m)
-            }
-            other => other.into(),
-        })?;
+        .map_err(|e| super::error::scan_lookup(e, "scan_not_cancellable"))?;
     metrics::counter!("brainscan_scans_cancelled_total").increment(1);
     tracing::info!(scan.id = %id, "scan cancelled");
     Ok(Json(

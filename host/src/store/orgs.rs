@@ -30,6 +30,16 @@ fn org_from_row(row: &sqlx::any::AnyRow) -> StoreResult<Org> {
     })
 }
 
+fn key_from_row(r: &sqlx::any::AnyRow) -> StoreResult<ApiKeyRow> {
+    Ok(ApiKeyRow {
+        id: r.try_get("id")?,
+        org_id: r.try_get("org_id")?,
+        key_hash: r.try_get("key_hash")?,
+        created_at: r.try_get("created_at")?,
+        revoked_at: r.try_get("revoked_at")?,
+    })
+}
+
 impl Db {
     /// Creates an organisation with an empty wallet.
     ///
@@ -106,16 +116,7 @@ impl Db {
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|r| -> StoreResult<ApiKeyRow> {
-            Ok(ApiKeyRow {
-                id: r.try_get("id")?,
-                org_id: r.try_get("org_id")?,
-                key_hash: r.try_get("key_hash")?,
-                created_at: r.try_get("created_at")?,
-                revoked_at: r.try_get("revoked_at")?,
-            })
-        })
-        .transpose()
+        row.as_ref().map(key_from_row).transpose()
     }
 
     pub async fn list_api_keys(&self, org_id: &str) -> StoreResult<Vec<ApiKeyRow>> {
@@ -125,17 +126,7 @@ impl Db {
         .bind(org_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(ApiKeyRow {
-                    id: r.try_get("id")?,
-                    org_id: r.try_get("org_id")?,
-                    key_hash: r.try_get("key_hash")?,
-                    created_at: r.try_get("created_at")?,
-                    revoked_at: r.try_get("revoked_at")?,
-                })
-            })
-            .collect()
+        rows.iter().map(key_from_row).collect()
     }
 
     /// Revokes a key. Idempotent; `NotFound` when no such key exists.
