@@ -148,6 +148,14 @@ async fn run_job_in_span(
     }
 
     let started = Instant::now();
+    // A scan job stops early when its scan is cancelled (checked at each heartbeat).
+    let cancellable = (job.kind == SCAN_JOB)
+        .then(|| {
+            serde_json::from_str::<ScanJob>(&job.payload)
+                .ok()
+                .map(|p| p.scan_id)
+        })
+        .flatten();
     let work = AssertUnwindSafe(handle(app, &job)).catch_unwind();
     tokio::pin!(work);
     let mut heartbeat = tokio::time::interval(Duration::from_millis(app.config.queue.heartbeat_ms));
@@ -166,7 +174,16 @@ async fn run_job_in_span(
             result = &mut work => break Some(result),
             _ = heartbeat.tick() => {
                 match app.db.heartbeat_job(&job.id, worker, now(), lease_ms).await {
-                    Ok(true) => {}
+                    Ok(true) => {
+                        if let Some(scan_id) = &cancellable
+                            && app.db.get_scan_by_id(scan_id).await.is_ok_and(|row| row.status == "cancelled")
+                        {
+                            // Dropping `work` stops the download or decoder at once.
+                            tracing::info!(scan.id = %scan_id, "scan cancelled; stopping its job");
+                            let _ = app.db.finish_job(&job.id, worker, None, now()).await;
+                            return;
+                        }
+                    }
                     Ok(false) => {
                         tracing::warn!("lease lost; abandoning the job to its new owner");
                         return;

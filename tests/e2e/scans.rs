@@ -531,7 +531,9 @@ async fn a_cancelled_scan_stays_cancelled_and_is_never_charged() {
             .expect("error")
             .starts_with("cancelled: ")
     );
-    // Let the worker finish the download and find the scan cancelled.
+    // The worker notices at its next heartbeat (500 ms in tests) and stops mid-download; the
+    // slow clip would take over 4 s to download.
+    let cancelled_at = tokio::time::Instant::now();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         let depth = t.app.db.queue_depth().await.expect("depth");
@@ -541,6 +543,10 @@ async fn a_cancelled_scan_stays_cancelled_and_is_never_charged() {
         assert!(tokio::time::Instant::now() < deadline, "job never finished");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    assert!(
+        cancelled_at.elapsed() < Duration::from_secs(3),
+        "the job ran on after the cancel"
+    );
     let (_, after) = t.get(&org, &format!("/scans/{id}")).await;
     assert_eq!(after["status"], "cancelled", "{after}");
     assert_eq!(t.app.db.charge_count(&id).await.expect("count"), 0);
