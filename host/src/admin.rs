@@ -2,7 +2,7 @@
 
 use crate::auth;
 use crate::billing::{self, usd};
-use crate::cli::{AdminCommand, KeyCommand, OrgCommand, WalletCommand};
+use crate::cli::{AdminCommand, KeyCommand, OrgCommand, WalletCommand, WebhookCommand};
 use crate::clock::{Clock, SystemClock, iso8601};
 use crate::ids;
 use crate::store::orgs::Org;
@@ -133,6 +133,29 @@ pub async fn run(db: &Db, command: AdminCommand) -> anyhow::Result<()> {
                 );
             }
         },
+        AdminCommand::Webhook {
+            command: WebhookCommand::Deliveries { scan },
+        } => {
+            let attempts = db.deliveries_for_scan(&scan).await?;
+            if attempts.is_empty() {
+                println!("no webhook deliveries recorded for {scan}");
+            }
+            for d in attempts {
+                let outcome = match (d.status_code, d.error) {
+                    (Some(code), _) => format!("HTTP {code}"),
+                    (None, Some(e)) => e,
+                    (None, None) => "no answer".into(),
+                };
+                println!(
+                    "{}\tattempt {}\t{}\t{}\t{}",
+                    iso8601(d.created_at),
+                    d.attempt,
+                    d.message_id,
+                    d.url,
+                    outcome
+                );
+            }
+        }
     }
     Ok(())
 }

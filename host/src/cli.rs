@@ -50,6 +50,20 @@ pub enum AdminCommand {
         #[command(subcommand)]
         command: WalletCommand,
     },
+    /// Webhook deliveries.
+    Webhook {
+        #[command(subcommand)]
+        command: WebhookCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebhookCommand {
+    /// Every delivery attempt for a scan: time, attempt, HTTP status or error.
+    Deliveries {
+        #[arg(long)]
+        scan: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -152,6 +152,8 @@ async fn killed_mid_job_then_restarted_loses_nothing() {
             .starts_with("analysis_unavailable"),
         "{done}"
     );
+    let none = admin(dir.path(), &["webhook", "deliveries", "--scan", &id]);
+    assert!(none.contains("no webhook deliveries recorded"), "{none}");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("tmp"))
         .expect("tmp")
         .collect();

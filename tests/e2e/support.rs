@@ -358,7 +358,7 @@ pub struct TestApp {
     pub http: reqwest::Client,
     pub media: MediaServer,
     running: Option<Running>,
-    _dir: TempDir,
+    pub dir: TempDir,
 }
 
 pub struct Org {
@@ -409,7 +409,7 @@ impl TestApp {
             http: reqwest::Client::new(),
             media: media_server().await,
             running: Some(running),
-            _dir: dir,
+            dir,
         }
     }
 

@@ -61,6 +61,20 @@ async fn completed_scan_is_posted_signed_and_retried() {
     let deliveries = t.app.db.deliveries_for_scan(&id).await.expect("deliveries");
     let codes: Vec<Option<i64>> = deliveries.iter().map(|d| d.status_code).collect();
     assert_eq!(codes, vec![Some(500), Some(200)]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brainscan"))
+        .args(["admin", "webhook", "deliveries", "--scan", &id])
+        .env("BRAINSCAN_DATA_DIR", t.dir.path())
+        .output()
+        .expect("admin");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("attempt 1") && text.contains("HTTP 500"),
+        "{text}"
+    );
+    assert!(
+        text.contains("attempt 2") && text.contains("HTTP 200"),
+        "{text}"
+    );
     // Delivery never settles the charge: only the client's first fetch does.
     assert_eq!(t.app.db.charge_count(&id).await.expect("count"), 0);
     t.stop().await;
