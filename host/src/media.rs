@@ -1,6 +1,7 @@
 //! Getting media in: the guarded downloader ([`fetch`]), the outbound address policy
-//! ([`guard`]) and `ffprobe` ([`probe`]). Decoding to frames and PCM is the inference issue's.
+//! ([`guard`]), `ffprobe` ([`probe`]) and `ffmpeg` decoding to frames and PCM ([`decode`]).
 
+pub mod decode;
 pub mod fetch;
 pub mod guard;
 pub mod probe;

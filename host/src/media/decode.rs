@@ -1,0 +1,525 @@
+//! Decoding with `ffmpeg` child processes into what the inference core reads: small RGB frames
+//! at a fixed rate (aspect kept by padding) and 16 kHz mono f32 PCM.
+//!
+//! Both are streamed over pipes, a frame or a block at a time, so a 180 s clip never sits in
+//! memory decoded. Each stream is its own child (`kill_on_drop`), bounded by a deadline; a
+//! decoder that crashes or hangs takes down a child, never the service.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, ChildStdout, Command};
+use tokio::time::Instant;
+
+/// How clips are sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeSpec {
+    pub fps: u32,
+    pub width: u32,
+    pub height: u32,
+    pub sample_rate: u32,
+    /// Wall-clock bound for a whole stream.
+    pub timeout: Duration,
+}
+
+impl Default for DecodeSpec {
+    fn default() -> Self {
+        Self {
+            fps: 10,
+            width: 160,
+            height: 90,
+            sample_rate: 16_000,
+            timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("ffmpeg is not installed (install the Debian package `ffmpeg`)")]
+    Missing,
+    #[error("the clip has no {0} stream")]
+    NoStream(&'static str),
+    #[error("decoding took longer than {0:?}")]
+    Timeout(Duration),
+    #[error("the decoder failed: {0}")]
+    Failed(String),
+}
+
+/// A running `ffmpeg` whose stdout is a raw stream.
+struct Pipe {
+    child: Child,
+    stdout: ChildStdout,
+    deadline: Instant,
+    timeout: Duration,
+    kind: &'static str,
+}
+
+impl Pipe {
+    fn spawn(
+        path: &Path,
+        args: &[&str],
+        spec: &DecodeSpec,
+        kind: &'static str,
+    ) -> Result<Self, DecodeError> {
+        let mut child = Command::new("ffmpeg")
+            .args(["-v", "error", "-nostdin", "-i"])
+            .arg(path)
+            .args(args)
+            .arg("pipe:1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    DecodeError::Missing
+                } else {
+                    DecodeError::Failed(e.to_string())
+                }
+            })?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| DecodeError::Failed("no stdout pipe".into()))?;
+        Ok(Self {
+            child,
+            stdout,
+            deadline: Instant::now() + spec.timeout,
+            timeout: spec.timeout,
+            kind,
+        })
+    }
+
+    /// Fills `buf` completely. `Ok(false)` at a clean end of stream (nothing read).
+    async fn read_full(&mut self, buf: &mut [u8]) -> Result<bool, DecodeError> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            let n = tokio::time::timeout_at(self.deadline, self.stdout.read(&mut buf[filled..]))
+                .await
+                .map_err(|_| DecodeError::Timeout(self.timeout))?
+                .map_err(|e| DecodeError::Failed(e.to_string()))?;
+            if n == 0 {
+                break;
+            }
+            filled += n;
+        }
+        if filled == 0 {
+            return Ok(false);
+        }
+        if filled < buf.len() {
+            // A partial frame at the end: pad with zeros (silence, black) rather than drop it.
+            buf[filled..].fill(0);
+        }
+        Ok(true)
+    }
+
+    /// Waits for the exit status; a failed decoder reports the last line it printed.
+    async fn finish(mut self) -> Result<(), DecodeError> {
+        let mut stderr = String::new();
+        if let Some(mut err) = self.child.stderr.take() {
+            let _ =
+                tokio::time::timeout_at(self.deadline, read_limited(&mut err, &mut stderr)).await;
+        }
+        let status = tokio::time::timeout_at(self.deadline, self.child.wait())
+            .await
+            .map_err(|_| DecodeError::Timeout(self.timeout))?
+            .map_err(|e| DecodeError::Failed(e.to_string()))?;
+        if status.success() {
+            return Ok(());
+        }
+        if stderr.contains("matches no streams") {
+            return Err(DecodeError::NoStream(self.kind));
+        }
+        let line = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("unknown error");
+        // ffmpeg prefixes the input path; clients should not see our temp paths.
+        let line = line.rsplit(": ").next().unwrap_or(line);
+        Err(DecodeError::Failed(line.chars().take(200).collect()))
+    }
+}
+
+async fn read_limited(r: &mut (impl AsyncRead + Unpin), out: &mut String) {
+    let mut buf = Vec::new();
+    let _ = r.take(64 * 1024).read_to_end(&mut buf).await;
+    *out = String::from_utf8_lossy(&buf).into_owned();
+}
+
+/// Frames of the first real video stream (cover art is not video), `width x height` RGB24,
+/// `fps` per second, letterboxed in black to keep the aspect ratio.
+pub struct VideoFrames {
+    pipe: Pipe,
+    pub spec: DecodeSpec,
+}
+
+impl VideoFrames {
+    /// # Errors
+    /// `Missing` when ffmpeg is absent; stream errors surface on read or [`Self::finish`].
+    pub fn open(path: &Path, spec: DecodeSpec) -> Result<Self, DecodeError> {
+        let (w, h) = (spec.width, spec.height);
+        let filter = format!(
+            "fps={},scale={w}:{h}:force_original_aspect_ratio=decrease:flags=area,pad={w}:{h}:(ow-iw)/2:(oh-ih)/2:color=black,format=rgb24",
+            spec.fps
+        );
+        let pipe = Pipe::spawn(
+            path,
+            &[
+                "-map", "0:V:0", "-vf", &filter, "-f", "rawvideo", "-pix_fmt", "rgb24",
+            ],
+            &spec,
+            "video",
+        )?;
+        Ok(Self { pipe, spec })
+    }
+
+    /// Bytes of one frame.
+    pub fn frame_len(&self) -> usize {
+        (self.spec.width * self.spec.height * 3) as usize
+    }
+
+    /// Reads the next frame into `frame` (`frame_len()` bytes). `Ok(false)` at the end.
+    ///
+    /// # Errors
+    /// Timeout or a broken pipe.
+    pub async fn next_frame(&mut self, frame: &mut [u8]) -> Result<bool, DecodeError> {
+        self.pipe.read_full(frame).await
+    }
+
+    /// Checks how the decoder ended; call after the last frame.
+    ///
+    /// # Errors
+    /// `NoStream("video")`, `Failed` with ffmpeg's message, `Timeout`.
+    pub async fn finish(self) -> Result<(), DecodeError> {
+        self.pipe.finish().await
+    }
+}
+
+/// The first audio stream, downmixed to mono f32 at `sample_rate`.
+pub struct AudioSamples {
+    pipe: Pipe,
+    pub spec: DecodeSpec,
+    bytes: Vec<u8>,
+}
+
+impl AudioSamples {
+    /// # Errors
+    /// `Missing` when ffmpeg is absent; stream errors surface on read or [`Self::finish`].
+    pub fn open(path: &Path, spec: DecodeSpec) -> Result<Self, DecodeError> {
+        let rate = spec.sample_rate.to_string();
+        let pipe = Pipe::spawn(
+            path,
+            &[
+                "-map",
+                "0:a:0",
+                "-ac",
+                "1",
+                "-ar",
+                &rate,
+                "-f",
+                "f32le",
+                "-acodec",
+                "pcm_f32le",
+            ],
+            &spec,
+            "audio",
+        )?;
+        Ok(Self {
+            pipe,
+            spec,
+            bytes: Vec::new(),
+        })
+    }
+
+    /// Reads up to `out.len()` samples; returns how many (0 at the end). Only the last block
+    /// may be short. Non-finite samples are replaced by 0.
+    ///
+    /// # Errors
+    /// Timeout or a broken pipe.
+    pub async fn next_block(&mut self, out: &mut [f32]) -> Result<usize, DecodeError> {
+        self.bytes.resize(out.len() * 4, 0);
+        let mut filled = 0;
+        while filled < self.bytes.len() {
+            let n = tokio::time::timeout_at(
+                self.pipe.deadline,
+                self.pipe.stdout.read(&mut self.bytes[filled..]),
+            )
+            .await
+            .map_err(|_| DecodeError::Timeout(self.pipe.timeout))?
+            .map_err(|e| DecodeError::Failed(e.to_string()))?;
+            if n == 0 {
+                break;
+            }
+            filled += n;
+        }
+        let samples = filled / 4;
+        for (o, b) in out
+            .iter_mut()
+            .zip(self.bytes[..samples * 4].chunks_exact(4))
+        {
+            let v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            *o = if v.is_finite() { v } else { 0.0 };
+        }
+        Ok(samples)
+    }
+
+    /// # Errors
+    /// `NoStream("audio")`, `Failed` with ffmpeg's message, `Timeout`.
+    pub async fn finish(self) -> Result<(), DecodeError> {
+        self.pipe.finish().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ffmpeg(dir: &Path, args: &[&str]) {
+        let ok = std::process::Command::new("ffmpeg")
+            .args(["-loglevel", "error", "-y"])
+            .args(args)
+            .current_dir(dir)
+            .status()
+            .expect("ffmpeg must be installed (scripts/setup installs it)");
+        assert!(ok.success(), "{args:?}");
+    }
+
+    async fn count_frames(path: &Path, spec: DecodeSpec) -> Result<(usize, Vec<u8>), DecodeError> {
+        let mut v = VideoFrames::open(path, spec)?;
+        let mut frame = vec![0u8; v.frame_len()];
+        let mut n = 0;
+        let mut first = Vec::new();
+        while v.next_frame(&mut frame).await? {
+            if n == 0 {
+                first = frame.clone();
+            }
+            n += 1;
+        }
+        v.finish().await?;
+        Ok((n, first))
+    }
+
+    async fn count_samples(path: &Path, spec: DecodeSpec) -> Result<(usize, f32), DecodeError> {
+        let mut a = AudioSamples::open(path, spec)?;
+        let mut block = vec![0f32; 4096];
+        let (mut n, mut peak) = (0, 0f32);
+        loop {
+            let got = a.next_block(&mut block).await?;
+            if got == 0 {
+                break;
+            }
+            peak = block[..got].iter().fold(peak, |p, s| p.max(s.abs()));
+            n += got;
+        }
+        a.finish().await?;
+        Ok((n, peak))
+    }
+
+    #[tokio::test]
+    async fn video_with_stereo_48k_audio_gives_exact_frames_and_16k_mono() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        ffmpeg(
+            dir.path(),
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc=size=320x180:rate=25",
+                "-f",
+                "lavfi",
+                "-i",
+                "sine=frequency=440:sample_rate=48000",
+                "-t",
+                "3",
+                "-ac",
+                "2",
+                "-c:v",
+                "mpeg4",
+                "-c:a",
+                "pcm_s16le",
+                "clip.mkv",
+            ],
+        );
+        let path = dir.path().join("clip.mkv");
+        let spec = DecodeSpec::default();
+        let (frames, _) = count_frames(&path, spec).await.expect("frames");
+        assert_eq!(frames, 30, "3 s at 10 fps");
+        let (samples, peak) = count_samples(&path, spec).await.expect("audio");
+        assert!(
+            (samples as i64 - 48_000).abs() <= 160,
+            "{samples} samples for 3 s at 16 kHz"
+        );
+        assert!(peak > 0.05 && peak <= 1.0, "a sine is audible: {peak}");
+    }
+
+    #[tokio::test]
+    async fn aspect_is_kept_by_black_padding() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // 4:3 white into a 16:9 frame: black bars left and right.
+        ffmpeg(
+            dir.path(),
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "color=c=white:s=120x90:r=10",
+                "-t",
+                "1",
+                "-c:v",
+                "mpeg4",
+                "-q:v",
+                "2",
+                "square.mp4",
+            ],
+        );
+        let (_, first) = count_frames(&dir.path().join("square.mp4"), DecodeSpec::default())
+            .await
+            .expect("frames");
+        let px = |x: usize, y: usize| first[(y * 160 + x) * 3] as i32;
+        assert!(px(2, 45) < 20, "left bar is black: {}", px(2, 45));
+        assert!(px(157, 45) < 20, "right bar is black");
+        assert!(px(80, 45) > 230, "picture stays white: {}", px(80, 45));
+    }
+
+    #[tokio::test]
+    async fn audio_only_and_cover_art_have_no_video_and_silent_video_has_no_audio() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        ffmpeg(
+            dir.path(),
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "sine=frequency=300:sample_rate=8000",
+                "-t",
+                "2",
+                "tone.wav",
+            ],
+        );
+        ffmpeg(
+            dir.path(),
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "color=c=red:s=64x64",
+                "-frames:v",
+                "1",
+                "cover.png",
+            ],
+        );
+        ffmpeg(
+            dir.path(),
+            &[
+                "-i",
+                "tone.wav",
+                "-i",
+                "cover.png",
+                "-map",
+                "0",
+                "-map",
+                "1",
+                "-c:a",
+                "libmp3lame",
+                "-c:v",
+                "png",
+                "-disposition:v",
+                "attached_pic",
+                "song.mp3",
+            ],
+        );
+        ffmpeg(
+            dir.path(),
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc=size=64x36:rate=5",
+                "-t",
+                "1",
+                "-c:v",
+                "mpeg4",
+                "mute.mp4",
+            ],
+        );
+        let spec = DecodeSpec::default();
+        for file in ["tone.wav", "song.mp3"] {
+            let path = dir.path().join(file);
+            assert_eq!(
+                count_frames(&path, spec).await.err(),
+                Some(DecodeError::NoStream("video")),
+                "{file}"
+            );
+            let (samples, _) = count_samples(&path, spec).await.expect("audio");
+            assert!(
+                (samples as i64 - 32_000).abs() <= 1_200,
+                "{file}: {samples}"
+            );
+        }
+        let mute = dir.path().join("mute.mp4");
+        assert_eq!(
+            count_samples(&mute, spec).await.err(),
+            Some(DecodeError::NoStream("audio"))
+        );
+        assert_eq!(count_frames(&mute, spec).await.expect("frames").0, 10);
+    }
+
+    #[tokio::test]
+    async fn corrupt_and_non_media_files_are_typed_errors() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let html = dir.path().join("page.html");
+        std::fs::write(&html, "<html><body>hello</body></html>").expect("write");
+        let junk = dir.path().join("junk.mp4");
+        std::fs::write(
+            &junk,
+            (0..50_000u32)
+                .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+                .collect::<Vec<_>>(),
+        )
+        .expect("write");
+        let empty = dir.path().join("empty.mp4");
+        std::fs::write(&empty, b"").expect("write");
+        for path in [html, junk, empty] {
+            match count_frames(&path, DecodeSpec::default()).await {
+                Err(DecodeError::Failed(m)) => assert!(
+                    !m.contains(dir.path().to_str().expect("utf8")),
+                    "no temp paths leak: {m}"
+                ),
+                other => panic!("{}: {other:?}", path.display()),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_truncated_file_yields_what_decodes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        ffmpeg(
+            dir.path(),
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc=size=160x90:rate=10",
+                "-t",
+                "4",
+                "-c:v",
+                "mpeg4",
+                "-f",
+                "mpegts",
+                "full.ts",
+            ],
+        );
+        let full = std::fs::read(dir.path().join("full.ts")).expect("read");
+        let cut = dir.path().join("cut.ts");
+        std::fs::write(&cut, &full[..full.len() / 2]).expect("write");
+        let (frames, _) = count_frames(&cut, DecodeSpec::default())
+            .await
+            .expect("a cut stream decodes up to the cut");
+        assert!((5..40).contains(&frames), "{frames}");
+    }
+}
