@@ -101,7 +101,7 @@ pub async fn deliver(app: &Arc<App>, job: &ClaimedJob) -> Result<(), StageError>
         .get_scan(&payload.org_id, &payload.scan_id)
         .await
         .map_err(|e| internal(e.to_string()))?;
-    let view = crate::api::views::scan_view(app, &row).map_err(|e| internal(e.to_string()))?;
+    let view = crate::api::views::scan_view(&row).map_err(|e| internal(e.to_string()))?;
     let body = serde_json::to_vec(&view).map_err(|e| internal(e.to_string()))?;
     let timestamp = app.clock.now().timestamp();
     let signature =

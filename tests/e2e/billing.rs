@@ -4,13 +4,7 @@ use serde_json::{Value, json};
 use crate::support::TestApp;
 
 async fn complete_one(t: &TestApp, org: &crate::support::Org) -> String {
-    let (s, b) = t
-        .submit(
-            org,
-            "tone.wav",
-            json!({"input": {"type": "audio", "audio_url": t.media.url("/media/tone.wav")}}),
-        )
-        .await;
+    let (s, b) = t.submit_tone(org, json!({})).await;
     assert_eq!(s.as_u16(), 202, "{b}");
     let id = b["scan_id"].as_str().expect("id").to_owned();
     assert_eq!(t.wait_final(&id).await, "complete");
@@ -64,13 +58,7 @@ async fn free_credit_then_deposit_then_402_and_month_rollover() {
     assert_eq!(money(&t.wallet(&org).await), (3.0, 2.5, 5.5, 2));
     let second = complete_one(&t, &org).await;
     // Two owed scans ($5.00) leave $0.50: a third is refused before any work.
-    let (s, err) = t
-        .submit(
-            &org,
-            "tone.wav",
-            json!({"input": {"type": "audio", "audio_url": t.media.url("/media/tone.wav")}}),
-        )
-        .await;
+    let (s, err) = t.submit_tone(&org, json!({})).await;
     assert_eq!(
         (s.as_u16(), err["error"].as_str()),
         (402, Some("insufficient_balance")),
@@ -87,13 +75,7 @@ async fn free_credit_then_deposit_then_402_and_month_rollover() {
     // The next scan comes out of the deposit.
     t.get(&org, &format!("/scans/{second}")).await;
     assert_eq!(money(&t.wallet(&org).await), (0.5, 0.0, 0.5, 0));
-    let (s, _) = t
-        .submit(
-            &org,
-            "tone.wav",
-            json!({"input": {"type": "audio", "audio_url": t.media.url("/media/tone.wav")}}),
-        )
-        .await;
+    let (s, _) = t.submit_tone(&org, json!({})).await;
     assert_eq!(s.as_u16(), 402);
 
     // December 1st (UTC): a new month's free credit.

@@ -7,7 +7,7 @@ async fn scan_and_fetch(
     org: &crate::support::Org,
     lenses: serde_json::Value,
 ) -> String {
-    let (s, b) = t.submit(org, "tone.wav", json!({"input": {"type": "audio", "audio_url": t.media.url("/media/tone.wav")}, "lenses": lenses})).await;
+    let (s, b) = t.submit_tone(org, json!({"lenses": lenses})).await;
     assert_eq!(s.as_u16(), 202, "{b}");
     let id = b["scan_id"].as_str().expect("id").to_owned();
     assert_eq!(t.wait_final(&id).await, "complete");

@@ -50,7 +50,7 @@ async fn real_responses_match_the_served_document() {
         Some(true)
     );
 
-    let (s, created) = t.submit(&org, "tone.wav", json!({"input": {"type": "audio", "audio_url": t.media.url("/media/tone.wav")}, "lenses": ["attention", "manipulation"], "options": {"include_raw": true, "include_fmri": true}})).await;
+    let (s, created) = t.submit_tone(&org, json!({"lenses": ["attention", "manipulation"], "options": {"include_raw": true, "include_fmri": true}})).await;
     assert_valid(&doc, "/api/v1/scans", "post", s.as_u16(), &created);
     let id = created["scan_id"].as_str().expect("id").to_owned();
     let (s, inflight) = t.get(&org, &format!("/scans/{id}")).await;

@@ -66,6 +66,24 @@ fn serve(dir: &Path) -> Server {
     Server { child, base }
 }
 
+/// Submits a scan and returns its id.
+async fn create_scan(http: &reqwest::Client, base: &str, key: &str, body: &Value) -> String {
+    let created: Value = http
+        .post(format!("{base}/api/v1/scans"))
+        .bearer_auth(key)
+        .json(body)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    created["scan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no scan id in {created}"))
+        .to_owned()
+}
+
 async fn scan_state(http: &reqwest::Client, base: &str, key: &str, id: &str) -> Value {
     http.get(format!("{base}/api/v1/scans/{id}"))
         .bearer_auth(key)
@@ -114,20 +132,7 @@ async fn killed_mid_job_then_restarted_loses_nothing() {
 
     let mut server = serve(dir.path());
     let body = json!({"input": {"type": "video", "video_url": media.url("/slow/clip.mp4")}});
-    let created: Value = http
-        .post(format!("{}/api/v1/scans", server.base))
-        .bearer_auth(&key)
-        .json(&body)
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
-    let id = created["scan_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no scan id in {created}"))
-        .to_owned();
+    let id = create_scan(&http, &server.base, &key, &body).await;
     wait_for(&http, &server.base, &key, &id, |s| {
         s["stage"] == "downloading"
     })
@@ -161,17 +166,7 @@ async fn killed_mid_job_then_restarted_loses_nothing() {
 
     // SIGTERM mid-download: the job is handed back (not failed) and finishes after a restart.
     let mut server = server;
-    let created: Value = http
-        .post(format!("{}/api/v1/scans", server.base))
-        .bearer_auth(&key)
-        .json(&body)
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
-    let id2 = created["scan_id"].as_str().expect("id").to_owned();
+    let id2 = create_scan(&http, &server.base, &key, &body).await;
     wait_for(&http, &server.base, &key, &id2, |s| {
         s["stage"] == "downloading"
     })

@@ -293,13 +293,7 @@ async fn worker_retries_a_flaky_host_then_gives_up() {
     // The host answers the submit-time probe, then 503 twice, then the file: attempts 1 and 2
     // fail transiently and attempt 3 (of 3) completes.
     let url = t.media.url("/flaky/clip.mp4?fail=2");
-    let (s, body) = t
-        .post(
-            &org,
-            "/scans",
-            &json!({"input": {"type": "video", "video_url": url}}),
-        )
-        .await;
+    let (s, body) = t.submit_url(&org, "video", &url).await;
     assert_eq!(s, StatusCode::ACCEPTED, "{body}");
     let id = body["scan_id"].as_str().expect("id").to_owned();
     assert_eq!(t.wait_final(&id).await, "complete");
@@ -310,13 +304,7 @@ async fn worker_retries_a_flaky_host_then_gives_up() {
 
     // Three failures exhaust the attempts: the scan ends in error, uncharged.
     let url = t.media.url("/flaky/tone.wav?fail=3");
-    let (s, body) = t
-        .post(
-            &org,
-            "/scans",
-            &json!({"input": {"type": "audio", "audio_url": url}}),
-        )
-        .await;
+    let (s, body) = t.submit_url(&org, "audio", &url).await;
     assert_eq!(s, StatusCode::ACCEPTED, "{body}");
     let id = body["scan_id"].as_str().expect("id").to_owned();
     assert_eq!(t.wait_final(&id).await, "error");
@@ -362,13 +350,7 @@ async fn list_is_newest_first_and_clamped() {
     let org = t.org("acme", 10_000).await;
     let mut ids = Vec::new();
     for _ in 0..3 {
-        let (_, b) = t
-            .submit(
-                &org,
-                "tone.wav",
-                json!({"input": {"type": "audio", "audio_url": t.media.url("/media/tone.wav")}}),
-            )
-            .await;
+        let (_, b) = t.submit_tone(&org, json!({})).await;
         ids.push(b["scan_id"].as_str().expect("id").to_owned());
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -506,13 +488,7 @@ async fn a_cancelled_scan_stays_cancelled_and_is_never_charged() {
     // The slow host makes the submit probe time out (accepted unprobed) and keeps the worker
     // downloading for a few seconds.
     let url = t.media.url("/slow/clip.mp4");
-    let (s, b) = t
-        .post(
-            &org,
-            "/scans",
-            &json!({"input": {"type": "video", "video_url": url}}),
-        )
-        .await;
+    let (s, b) = t.submit_url(&org, "video", &url).await;
     assert_eq!(s, StatusCode::ACCEPTED, "{b}");
     let id = b["scan_id"].as_str().expect("id").to_owned();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);

@@ -1,5 +1,3 @@
-use serde_json::json;
-
 use crate::support::TestApp;
 
 #[tokio::test]
@@ -38,13 +36,7 @@ async fn hostile_urls_are_refused_before_any_connection() {
         r(&r(&r("http://192.168.0.1/x"))),
     ];
     for url in direct.iter().chain(redirects.iter()) {
-        let (s, body) = t
-            .post(
-                &org,
-                "/scans",
-                &json!({"input": {"type": "video", "video_url": url}}),
-            )
-            .await;
+        let (s, body) = t.submit_url(&org, "video", url).await;
         assert_eq!(
             (s.as_u16(), body["error"].as_str()),
             (400, Some("url_not_allowed")),
@@ -57,23 +49,11 @@ async fn hostile_urls_are_refused_before_any_connection() {
         "ftp://example.com/clip.mp4",
         "http://user:pw@example.com/a.mp4",
     ] {
-        let (s, body) = t
-            .post(
-                &org,
-                "/scans",
-                &json!({"input": {"type": "video", "video_url": url}}),
-            )
-            .await;
+        let (s, body) = t.submit_url(&org, "video", url).await;
         assert_eq!(s.as_u16(), 400, "{url} -> {body}");
     }
     // A redirect to a non-http scheme, and a redirect loop.
-    let (s, body) = t
-        .post(
-            &org,
-            "/scans",
-            &json!({"input": {"type": "video", "video_url": r("file:///etc/passwd")}}),
-        )
-        .await;
+    let (s, body) = t.submit_url(&org, "video", &r("file:///etc/passwd")).await;
     assert_eq!(
         (s.as_u16(), body["error"].as_str()),
         (400, Some("url_not_allowed")),
@@ -83,13 +63,7 @@ async fn hostile_urls_are_refused_before_any_connection() {
     for _ in 0..7 {
         chain = r(&chain);
     }
-    let (s, body) = t
-        .post(
-            &org,
-            "/scans",
-            &json!({"input": {"type": "video", "video_url": chain}}),
-        )
-        .await;
+    let (s, body) = t.submit_url(&org, "video", &chain).await;
     assert_eq!(
         (s.as_u16(), body["error"].as_str()),
         (422, Some("download_failed")),
@@ -97,11 +71,7 @@ async fn hostile_urls_are_refused_before_any_connection() {
     );
     // An allowed redirect still works, so the refusals above are the guard's doing.
     let (s, body) = t
-        .post(
-            &org,
-            "/scans",
-            &json!({"input": {"type": "video", "video_url": r(&t.media.url("/media/clip.mp4"))}}),
-        )
+        .submit_url(&org, "video", &r(&t.media.url("/media/clip.mp4")))
         .await;
     assert_eq!(s.as_u16(), 202, "{body}");
     let (_, list) = t.get(&org, "/scans").await;

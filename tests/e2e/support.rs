@@ -488,6 +488,24 @@ impl TestApp {
         self.post(org, "/scans", &body).await
     }
 
+    /// Submits a scan of `url` as input type `kind` (`video` or `audio`).
+    pub async fn submit_url(&self, org: &Org, kind: &str, url: &str) -> (StatusCode, Value) {
+        let mut input = json!({"type": kind});
+        input[format!("{kind}_url")] = json!(url);
+        self.post(org, "/scans", &json!({ "input": input })).await
+    }
+
+    /// Submits an audio scan of the 3 s tone fixture; `extra` adds top-level fields.
+    pub async fn submit_tone(&self, org: &Org, extra: Value) -> (StatusCode, Value) {
+        let input =
+            json!({"input": {"type": "audio", "audio_url": self.media.url("/media/tone.wav")}});
+        let mut body = extra;
+        if let (Some(b), Some(i)) = (body.as_object_mut(), input.as_object()) {
+            b.extend(i.clone());
+        }
+        self.post(org, "/scans", &body).await
+    }
+
     /// Polls (without fetching the completed body, which would settle the charge) until the
     /// scan leaves queued/processing.
     pub async fn wait_final(&self, scan_id: &str) -> String {

@@ -11,7 +11,7 @@ async fn completed_scan_is_posted_signed_and_retried() {
     let org = t.org("acme", 10_000).await;
     t.media.state.hook_failures.store(1, Ordering::SeqCst);
     let hook = t.media.url("/hook");
-    let (s, b) = t.submit(&org, "tone.wav", json!({"input": {"type": "audio", "audio_url": t.media.url("/media/tone.wav")}, "webhook_url": hook})).await;
+    let (s, b) = t.submit_tone(&org, json!({"webhook_url": hook})).await;
     assert_eq!(s.as_u16(), 202, "{b}");
     let id = b["scan_id"].as_str().expect("id").to_owned();
     assert_eq!(t.wait_final(&id).await, "complete");

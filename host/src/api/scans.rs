@@ -429,7 +429,7 @@ pub async fn get_scan(
             tracing::info!(scan.id = %id, "charge settled");
         }
     }
-    let view = views::scan_view(&app, &row).map_err(ApiError::internal)?;
+    let view = views::scan_view(&row).map_err(ApiError::internal)?;
     Ok(Json(view))
 }
 
@@ -500,7 +500,5 @@ pub async fn cancel_scan(
         .map_err(|e| super::error::scan_lookup(e, "scan_not_cancellable"))?;
     metrics::counter!("brainscan_scans_cancelled_total").increment(1);
     tracing::info!(scan.id = %id, "scan cancelled");
-    Ok(Json(
-        views::scan_view(&app, &row).map_err(ApiError::internal)?,
-    ))
+    Ok(Json(views::scan_view(&row).map_err(ApiError::internal)?))
 }

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::app::App;
 use crate::clock::iso8601;
 use crate::result::{
     Benchmark, BuyMoment, Manipulation, Moment, NETWORKS, ScanResult, labeled_network,
@@ -142,7 +141,7 @@ fn stored_parts(row: &ScanRow) -> Result<(ScanRequest, Option<ScanResult>), serd
 ///
 /// # Errors
 /// When stored JSON is unreadable (an internal error).
-pub fn scan_view(_app: &App, row: &ScanRow) -> Result<ScanView, serde_json::Error> {
+pub fn scan_view(row: &ScanRow) -> Result<ScanView, serde_json::Error> {
     let (request, result) = stored_parts(row)?;
     match (row.status.as_str(), result) {
         ("complete", Some(result)) => Ok(ScanView::Completed(Box::new(completed(

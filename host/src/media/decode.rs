@@ -94,8 +94,8 @@ impl Pipe {
         })
     }
 
-    /// Fills `buf` completely. `Ok(false)` at a clean end of stream (nothing read).
-    async fn read_full(&mut self, buf: &mut [u8]) -> Result<bool, DecodeError> {
+    /// Reads until `buf` is full or the stream ends; returns the bytes read.
+    async fn fill(&mut self, buf: &mut [u8]) -> Result<usize, DecodeError> {
         let mut filled = 0;
         while filled < buf.len() {
             let n = tokio::time::timeout_at(self.deadline, self.stdout.read(&mut buf[filled..]))
@@ -107,13 +107,17 @@ impl Pipe {
             }
             filled += n;
         }
+        Ok(filled)
+    }
+
+    /// Fills `buf` completely. `Ok(false)` at a clean end of stream (nothing read).
+    async fn read_full(&mut self, buf: &mut [u8]) -> Result<bool, DecodeError> {
+        let filled = self.fill(buf).await?;
         if filled == 0 {
             return Ok(false);
         }
-        if filled < buf.len() {
-            // A partial frame at the end: pad with zeros (silence, black) rather than drop it.
-            buf[filled..].fill(0);
-        }
+        // A partial frame at the end: pad with zeros (black) rather than drop it.
+        buf[filled..].fill(0);
         Ok(true)
     }
 
@@ -243,20 +247,7 @@ impl AudioSamples {
     /// Timeout or a broken pipe.
     pub async fn next_block(&mut self, out: &mut [f32]) -> Result<usize, DecodeError> {
         self.bytes.resize(out.len() * 4, 0);
-        let mut filled = 0;
-        while filled < self.bytes.len() {
-            let n = tokio::time::timeout_at(
-                self.pipe.deadline,
-                self.pipe.stdout.read(&mut self.bytes[filled..]),
-            )
-            .await
-            .map_err(|_| DecodeError::Timeout(self.pipe.timeout))?
-            .map_err(|e| DecodeError::Failed(e.to_string()))?;
-            if n == 0 {
-                break;
-            }
-            filled += n;
-        }
+        let filled = self.pipe.fill(&mut self.bytes).await?;
         let samples = filled / 4;
         for (o, b) in out
             .iter_mut()
