@@ -1,4 +1,4 @@
-//! The command line: `brainscan serve | migrate | admin …`.
+//! The command line: `brainscan serve | migrate | scan | features | model | bench | admin …`.
 
 use clap::{Parser, Subcommand};
 
@@ -24,6 +24,18 @@ pub enum Command {
         #[command(flatten)]
         store: StoreConfig,
     },
+    /// Run qualia on a file or URL locally (no server, no database) and print the per-second
+    /// network responses.
+    Scan(crate::local::ScanArgs),
+    /// Print the per-second feature matrix of a clip (CSV), for fitting and debugging.
+    Features(crate::local::FeaturesArgs),
+    /// Build, fit and inspect qualia models.
+    Model {
+        #[command(subcommand)]
+        command: crate::local::ModelCommand,
+    },
+    /// Measure decode-only vs full scan time, per-stage kernel time and peak memory on a clip.
+    Bench(crate::local::BenchArgs),
     /// Organisations, API keys and wallets.
     Admin {
         #[command(flatten)]

@@ -34,6 +34,22 @@ async fn main() -> anyhow::Result<()> {
             println!("database is up to date");
             Ok(())
         }
+        Command::Scan(args) => {
+            init_tracing(false);
+            brainscan::local::scan(args).await
+        }
+        Command::Features(args) => {
+            init_tracing(false);
+            brainscan::local::features(args).await
+        }
+        Command::Model { command } => {
+            init_tracing(false);
+            brainscan::local::model(command)
+        }
+        Command::Bench(args) => {
+            init_tracing(false);
+            brainscan::local::bench(args).await
+        }
         Command::Admin { store, command } => {
             std::fs::create_dir_all(&store.data_dir)?;
             let db = brainscan::store::Db::connect(&store.database_url()).await?;

@@ -1,0 +1,336 @@
+//! A qualia model folder: `model.safetensors` (numbers) + `model.json` (meaning, provenance,
+//! checksum). Model files are untrusted input: sizes are bounded, the checksum is verified
+//! before anything is parsed, shapes and values are checked, and the feature list must be the
+//! one this build's kernels compute.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::features::{FEATURES, Modality};
+use crate::result::NETWORKS;
+
+pub const NETWORK_COUNT: usize = 7;
+const MAX_JSON: u64 = 1 << 20;
+const MAX_TENSORS: u64 = 16 << 20;
+const MAX_TAPS: usize = 64;
+
+/// The model this binary carries, used when no `--model` folder is configured.
+pub const EMBEDDED_JSON: &[u8] = include_bytes!("../../../models/qualia/v1/model.json");
+pub const EMBEDDED_TENSORS: &[u8] = include_bytes!("../../../models/qualia/v1/model.safetensors");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("cannot read the model file {0}: {1}")]
+    Io(String, std::io::Error),
+    #[error("the model file {0} is larger than {1} bytes")]
+    TooLarge(String, u64),
+    #[error("model.json is not valid: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error(
+        "model.safetensors does not match the checksum in model.json (expected {expected}, found {found})"
+    )]
+    Checksum { expected: String, found: String },
+    #[error("model.safetensors is not valid: {0}")]
+    Tensors(String),
+    #[error("the model does not fit this build: {0}")]
+    Incompatible(String),
+}
+
+/// How clips are sampled for this model; the decoder and kernels are set from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    pub fps: u32,
+    pub width: u32,
+    pub height: u32,
+    pub sample_rate: u32,
+    pub hop: u32,
+    pub window: u32,
+    pub onset_threshold: f32,
+}
+
+/// The response kernel's parameters (the taps themselves are a tensor).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseSpec {
+    pub kind: String,
+    pub taps: usize,
+    pub lag_seconds: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeatureSpec {
+    pub name: String,
+    pub modality: Modality,
+    pub description: String,
+}
+
+/// Why one weight has its value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WeightNote {
+    pub network: String,
+    pub feature: String,
+    pub weight: f32,
+    pub reason: String,
+}
+
+/// `model.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub name: String,
+    pub version: String,
+    pub format: u32,
+    pub networks: Vec<String>,
+    pub features: Vec<FeatureSpec>,
+    pub sampling: Sampling,
+    pub response: ResponseSpec,
+    /// Where the weights come from: `"prior"` (literature) or `"fit"`, with details.
+    pub provenance: BTreeMap<String, serde_json::Value>,
+    /// Every non-zero weight with its reason (prior models) — checked against the tensor.
+    #[serde(default)]
+    pub weights: Vec<WeightNote>,
+    /// `sha256:<hex>` of model.safetensors.
+    pub checksum: String,
+}
+
+/// A loaded, verified model.
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub manifest: Manifest,
+    pub features: Vec<String>,
+    pub modality: Vec<Modality>,
+    pub mean: Vec<f32>,
+    pub std: Vec<f32>,
+    pub absent: Vec<f32>,
+    /// `7 x F`, networks in [`NETWORKS`] order.
+    pub weights: Vec<f32>,
+    pub bias: Vec<f32>,
+    pub hrf: Vec<f32>,
+    pub lag: usize,
+}
+
+fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, ModelError> {
+    let name = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| ModelError::Io(name.clone(), e))?;
+    if meta.len() > max {
+        return Err(ModelError::TooLarge(name, max));
+    }
+    std::fs::read(path).map_err(|e| ModelError::Io(name, e))
+}
+
+/// `sha256:<hex>` of bytes.
+#[must_use]
+pub fn checksum(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+fn tensor(st: &SafeTensors<'_>, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
+    let t = st
+        .tensor(name)
+        .map_err(|e| ModelError::Tensors(format!("tensor `{name}`: {e}")))?;
+    if t.dtype() != Dtype::F32 {
+        return Err(ModelError::Tensors(format!("tensor `{name}` must be F32")));
+    }
+    if t.shape() != shape {
+        return Err(ModelError::Tensors(format!(
+            "tensor `{name}` has shape {:?}, expected {shape:?}",
+            t.shape()
+        )));
+    }
+    let v: Vec<f32> = t
+        .data()
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    if let Some(bad) = v.iter().find(|x| !x.is_finite()) {
+        return Err(ModelError::Tensors(format!("tensor `{name}` holds {bad}")));
+    }
+    Ok(v)
+}
+
+impl Model {
+    /// The model compiled into this binary.
+    ///
+    /// # Errors
+    /// Only if the build shipped a broken model (a test guards against it).
+    pub fn embedded() -> Result<Self, ModelError> {
+        Self::from_bytes(EMBEDDED_JSON, EMBEDDED_TENSORS)
+    }
+
+    /// Loads and verifies `dir/model.json` + `dir/model.safetensors`.
+    ///
+    /// # Errors
+    /// Unreadable, oversized, tampered or incompatible files.
+    pub fn load(dir: &Path) -> Result<Self, ModelError> {
+        let json = read_bounded(&dir.join("model.json"), MAX_JSON)?;
+        let tensors = read_bounded(&dir.join("model.safetensors"), MAX_TENSORS)?;
+        Self::from_bytes(&json, &tensors)
+    }
+
+    /// # Errors
+    /// See [`Model::load`].
+    pub fn from_bytes(json: &[u8], tensors: &[u8]) -> Result<Self, ModelError> {
+        let manifest: Manifest = serde_json::from_slice(json)?;
+        let found = checksum(tensors);
+        if found != manifest.checksum {
+            return Err(ModelError::Checksum {
+                expected: manifest.checksum,
+                found,
+            });
+        }
+        if manifest.format != 1 {
+            return Err(ModelError::Incompatible(format!(
+                "format {} (this build reads format 1)",
+                manifest.format
+            )));
+        }
+        if manifest.networks != NETWORKS {
+            return Err(ModelError::Incompatible(
+                "networks must be the seven Yeo networks in the spec's order".into(),
+            ));
+        }
+        let names: Vec<&str> = manifest.features.iter().map(|f| f.name.as_str()).collect();
+        let ours: Vec<&str> = FEATURES.iter().map(|f| f.0).collect();
+        if names != ours {
+            return Err(ModelError::Incompatible(format!(
+                "feature list {names:?} differs from the one this build computes {ours:?}"
+            )));
+        }
+        for (spec, ours) in manifest.features.iter().zip(FEATURES.iter()) {
+            if spec.modality != ours.1 {
+                return Err(ModelError::Incompatible(format!(
+                    "feature `{}` has the wrong modality",
+                    spec.name
+                )));
+            }
+        }
+        let s = &manifest.sampling;
+        let (gx, gy) = super::features::GRID;
+        if s.sample_rate != super::features::SAMPLE_RATE
+            || s.hop as usize != super::features::HOP
+            || s.window as usize != super::features::WINDOW
+            || !(1..=30).contains(&s.fps)
+            || s.width == 0
+            || s.height == 0
+            || s.width % gx != 0
+            || s.height % gy != 0
+            || s.width > 640
+            || s.height > 360
+            || !s.onset_threshold.is_finite()
+        {
+            return Err(ModelError::Incompatible(format!(
+                "unsupported sampling {s:?}"
+            )));
+        }
+        let r = &manifest.response;
+        if r.taps == 0 || r.taps > MAX_TAPS || r.lag_seconds >= r.taps {
+            return Err(ModelError::Incompatible(format!(
+                "unsupported response kernel {r:?}"
+            )));
+        }
+        let f = names.len();
+        let st =
+            SafeTensors::deserialize(tensors).map_err(|e| ModelError::Tensors(e.to_string()))?;
+        let model = Self {
+            features: names.iter().map(|n| (*n).to_owned()).collect(),
+            modality: manifest.features.iter().map(|f| f.modality).collect(),
+            mean: tensor(&st, "mean", &[f])?,
+            std: tensor(&st, "std", &[f])?,
+            absent: tensor(&st, "absent", &[f])?,
+            weights: tensor(&st, "weights", &[NETWORK_COUNT, f])?,
+            bias: tensor(&st, "bias", &[NETWORK_COUNT])?,
+            hrf: tensor(&st, "hrf", &[r.taps])?,
+            lag: r.lag_seconds,
+            manifest,
+        };
+        if let Some(i) = model.std.iter().position(|s| *s <= 1e-9) {
+            return Err(ModelError::Tensors(format!(
+                "std of feature `{}` must be positive",
+                model.features[i]
+            )));
+        }
+        for note in &model.manifest.weights {
+            let n = NETWORKS.iter().position(|x| *x == note.network);
+            let k = model.features.iter().position(|x| *x == note.feature);
+            let (Some(n), Some(k)) = (n, k) else {
+                return Err(ModelError::Incompatible(format!(
+                    "provenance names an unknown weight {}/{}",
+                    note.network, note.feature
+                )));
+            };
+            if (model.weights[n * f + k] - note.weight).abs() > 1e-6 {
+                return Err(ModelError::Incompatible(format!(
+                    "provenance of {}/{} says {} but the tensor holds {}",
+                    note.network,
+                    note.feature,
+                    note.weight,
+                    model.weights[n * f + k]
+                )));
+            }
+        }
+        Ok(model)
+    }
+
+    /// `qualia-<version>`, recorded with every result.
+    #[must_use]
+    pub fn id(&self) -> String {
+        format!("{}-{}", self.manifest.name, self.manifest.version)
+    }
+
+    /// Serialises the tensors and returns (model.json, model.safetensors) with the checksum set.
+    ///
+    /// # Errors
+    /// Serialisation failures.
+    pub fn to_bytes(&self) -> Result<(Vec<u8>, Vec<u8>), ModelError> {
+        let f = self.features.len();
+        let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let data: Vec<(&str, Vec<usize>, Vec<u8>)> = vec![
+            ("mean", vec![f], bytes(&self.mean)),
+            ("std", vec![f], bytes(&self.std)),
+            ("absent", vec![f], bytes(&self.absent)),
+            ("weights", vec![NETWORK_COUNT, f], bytes(&self.weights)),
+            ("bias", vec![NETWORK_COUNT], bytes(&self.bias)),
+            ("hrf", vec![self.hrf.len()], bytes(&self.hrf)),
+        ];
+        let mut views = Vec::new();
+        for (name, shape, b) in &data {
+            let v = TensorView::new(Dtype::F32, shape.clone(), b)
+                .map_err(|e| ModelError::Tensors(e.to_string()))?;
+            views.push(((*name).to_owned(), v));
+        }
+        let tensors = safetensors::serialize(views, None::<HashMap<String, String>>)
+            .map_err(|e| ModelError::Tensors(e.to_string()))?;
+        let mut manifest = self.manifest.clone();
+        manifest.checksum = checksum(&tensors);
+        let mut json = serde_json::to_vec_pretty(&manifest)?;
+        json.push(b'\n');
+        Ok((json, tensors))
+    }
+
+    /// Writes the model folder (creating it).
+    ///
+    /// # Errors
+    /// I/O and serialisation failures.
+    pub fn write(&self, dir: &Path) -> Result<(), ModelError> {
+        let (json, tensors) = self.to_bytes()?;
+        let io = |e| ModelError::Io(dir.display().to_string(), e);
+        std::fs::create_dir_all(dir).map_err(io)?;
+        std::fs::write(dir.join("model.safetensors"), tensors).map_err(io)?;
+        std::fs::write(dir.join("model.json"), json).map_err(io)?;
+        Ok(())
+    }
+
+    /// The network weight row of `network` (for tests and the model card).
+    #[must_use]
+    pub fn weight(&self, network: usize, feature: &str) -> f32 {
+        let f = self.features.len();
+        self.features
+            .iter()
+            .position(|x| x == feature)
+            .map_or(0.0, |k| self.weights[network * f + k])
+    }
+}

@@ -1,0 +1,423 @@
+//! One clip through qualia: decode (two ffmpeg pipes, concurrently) → per-frame and per-hop
+//! kernels in batches of ten seconds, overlapped with decoding → per-second pooling → response
+//! and readout. At most two batches of decoded media are in memory at a time.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::features::{FRAME_FEATURES, HOP, HOP_FEATURES, WINDOW};
+use super::gpu::{GpuContext, GpuError, StageTimes};
+use super::model::{Model, NETWORK_COUNT};
+use crate::media::decode::{AudioSamples, DecodeError, DecodeSpec, VideoFrames};
+use crate::media::probe::ProbeInfo;
+
+/// Seconds of media per GPU batch.
+const BATCH_SECONDS: usize = 10;
+
+#[derive(Debug, thiserror::Error)]
+pub enum QualiaError {
+    #[error("{0}")]
+    Decode(#[from] DecodeError),
+    #[error("{0}")]
+    Gpu(#[from] GpuError),
+    #[error("the clip is {0:.1} s long; at most {1} s can be analysed")]
+    TooLong(f64, u32),
+    #[error("the file has no decodable video or audio")]
+    NoMedia,
+    #[error("an analysis task failed: {0}")]
+    Task(String),
+}
+
+impl QualiaError {
+    /// Stable code for the scan's `error` field.
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Decode(DecodeError::Missing) | Self::Gpu(_) | Self::Task(_) => "internal_error",
+            Self::Decode(_) | Self::NoMedia => "decode_failed",
+            Self::TooLong(..) => "video_too_long",
+        }
+    }
+}
+
+/// Which inputs the clip had (and were decoded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Modalities {
+    pub video: bool,
+    pub audio: bool,
+}
+
+/// What qualia computed for one clip.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct QualiaOutput {
+    /// `qualia-<version>`.
+    pub model: String,
+    pub adapter: String,
+    pub duration_sec: f64,
+    pub seconds: usize,
+    pub modalities: Modalities,
+    /// `seconds` rows in the spec's network order, z units.
+    pub networks: Vec<[f32; NETWORK_COUNT]>,
+    /// `seconds x F` raw per-second features (the model's feature order).
+    pub features: Vec<f32>,
+    pub frames: usize,
+    pub hops: usize,
+    pub stage_times: StageTimes,
+}
+
+/// Progress of decoding in seconds of media, for progress bars and scan stages.
+pub type Progress = Arc<dyn Fn(f64) + Send + Sync>;
+
+/// The GPU context and the model, shared by all scans of a process.
+#[derive(Debug, Clone)]
+pub struct Qualia {
+    pub gpu: Arc<GpuContext>,
+    pub model: Arc<Model>,
+}
+
+struct Stream<T> {
+    values: Vec<f32>,
+    count: usize,
+    times: StageTimes,
+    extra: T,
+}
+
+impl Qualia {
+    #[must_use]
+    pub fn decode_spec(&self) -> DecodeSpec {
+        let s = &self.model.manifest.sampling;
+        DecodeSpec {
+            fps: s.fps,
+            width: s.width,
+            height: s.height,
+            sample_rate: s.sample_rate,
+            ..DecodeSpec::default()
+        }
+    }
+
+    /// Runs the whole model on a media file that `probe` describes.
+    ///
+    /// # Errors
+    /// Decoding, GPU and length errors, typed.
+    pub async fn analyse(
+        &self,
+        path: &Path,
+        probe: &ProbeInfo,
+        max_seconds: u32,
+        progress: Option<Progress>,
+    ) -> Result<QualiaOutput, QualiaError> {
+        if let Some(d) = probe.duration_sec
+            && d > f64::from(max_seconds) + 0.5
+        {
+            return Err(QualiaError::TooLong(d, max_seconds));
+        }
+        let spec = self.decode_spec();
+        let limit = (max_seconds as usize + 1) * spec.fps as usize;
+        let video = async {
+            if probe.has_video {
+                self.video(path, spec, limit, progress.clone())
+                    .await
+                    .map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let audio = async {
+            if probe.has_audio {
+                self.audio(path, spec, max_seconds as usize + 1, progress.clone())
+                    .await
+                    .map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let (video, audio) = tokio::try_join!(video, audio)?;
+        let video = video.filter(|v| v.count > 0);
+        let audio = audio.filter(|a| a.extra > 0);
+        if video.is_none() && audio.is_none() {
+            return Err(QualiaError::NoMedia);
+        }
+        let fps = f64::from(spec.fps);
+        let decoded = video.as_ref().map_or(0.0, |v| v.count as f64 / fps).max(
+            audio
+                .as_ref()
+                .map_or(0.0, |a| a.extra as f64 / f64::from(spec.sample_rate)),
+        );
+        let duration = probe
+            .duration_sec
+            .filter(|d| d.is_finite() && *d > 0.0)
+            .unwrap_or(decoded);
+        if duration > f64::from(max_seconds) + 0.5 {
+            return Err(QualiaError::TooLong(duration, max_seconds));
+        }
+        let seconds = (duration.ceil() as usize).clamp(1, max_seconds as usize);
+
+        let mut times = StageTimes::default();
+        let empty = Vec::new();
+        let frame_feats = video.as_ref().map_or(&empty, |v| &v.values);
+        let hop_feats = audio.as_ref().map_or(&empty, |a| &a.values);
+        if let Some(v) = &video {
+            times.add(&v.times);
+        }
+        if let Some(a) = &audio {
+            times.add(&a.times);
+        }
+        let modalities = Modalities {
+            video: video.is_some(),
+            audio: audio.is_some(),
+        };
+        let gpu = self.gpu.clone();
+        let model = self.model.clone();
+        let (fv, hv) = (frame_feats.clone(), hop_feats.clone());
+        let threshold = model.manifest.sampling.onset_threshold;
+        let (features, y, pool_t, resp_t) = tokio::task::spawn_blocking(move || {
+            let (raw, pool_t) = gpu.pool(&fv, &hv, seconds, spec.fps, threshold)?;
+            let (_, _, y, resp_t) =
+                gpu.response(&raw, &model, modalities.video, modalities.audio)?;
+            Ok::<_, GpuError>((raw, y, pool_t, resp_t))
+        })
+        .await
+        .map_err(|e| QualiaError::Task(e.to_string()))??;
+        times.pool += pool_t;
+        times.response += resp_t;
+        let networks = y
+            .chunks_exact(NETWORK_COUNT)
+            .map(|c| {
+                let mut row = [0f32; NETWORK_COUNT];
+                row.copy_from_slice(c);
+                row
+            })
+            .collect();
+        Ok(QualiaOutput {
+            model: self.model.id(),
+            adapter: self.gpu.describe(),
+            duration_sec: duration,
+            seconds,
+            modalities,
+            networks,
+            features,
+            frames: frame_feats.len() / FRAME_FEATURES,
+            hops: hop_feats.len() / HOP_FEATURES,
+            stage_times: times,
+        })
+    }
+
+    async fn video(
+        &self,
+        path: &Path,
+        spec: DecodeSpec,
+        limit: usize,
+        progress: Option<Progress>,
+    ) -> Result<Stream<()>, QualiaError> {
+        let mut frames = VideoFrames::open(path, spec)?;
+        let len = frames.frame_len();
+        let batch = BATCH_SECONDS * spec.fps as usize;
+        let mut prev: Option<Vec<u8>> = None;
+        let mut out = Stream {
+            values: Vec::new(),
+            count: 0,
+            times: StageTimes::default(),
+            extra: (),
+        };
+        let mut pending: Option<tokio::task::JoinHandle<Result<(Vec<f32>, Duration), GpuError>>> =
+            None;
+        loop {
+            let mut data = vec![0u8; (batch + 1) * len];
+            let mut k = 0;
+            while k < batch && out.count + k < limit {
+                if !frames
+                    .next_frame(&mut data[(k + 1) * len..(k + 2) * len])
+                    .await?
+                {
+                    break;
+                }
+                k += 1;
+            }
+            if k == 0 {
+                break;
+            }
+            match &prev {
+                Some(p) => data[..len].copy_from_slice(p),
+                None => data.copy_within(len..2 * len, 0),
+            }
+            prev = Some(data[k * len..(k + 1) * len].to_vec());
+            data.truncate((k + 1) * len);
+            if let Some(h) = pending.take() {
+                collect_visual(&mut out, h).await?;
+            }
+            let gpu = self.gpu.clone();
+            let (w, h) = (spec.width, spec.height);
+            pending = Some(tokio::task::spawn_blocking(move || gpu.visual(&data, w, h)));
+            out.count += k;
+            if let Some(p) = &progress {
+                p(out.count as f64 / f64::from(spec.fps));
+            }
+            if out.count >= limit {
+                break;
+            }
+        }
+        if let Some(h) = pending.take() {
+            collect_visual(&mut out, h).await?;
+        }
+        match frames.finish().await {
+            Ok(()) => {}
+            // A stream that decoded nothing is absent; one that broke midway keeps what decoded
+            // only if ffmpeg delivered frames (truncated files), otherwise it is an error.
+            Err(DecodeError::NoStream(_)) => out.count = 0,
+            Err(e @ DecodeError::Timeout(_)) => return Err(e.into()),
+            Err(e) if out.count == 0 => return Err(e.into()),
+            Err(e) => {
+                tracing::warn!(error = %e, frames = out.count, "video decoder ended with an error; using the frames it delivered")
+            }
+        }
+        Ok(out)
+    }
+
+    async fn audio(
+        &self,
+        path: &Path,
+        spec: DecodeSpec,
+        max_seconds: usize,
+        progress: Option<Progress>,
+    ) -> Result<Stream<usize>, QualiaError> {
+        let mut samples = AudioSamples::open(path, spec)?;
+        let rate = spec.sample_rate as usize;
+        let batch_hops = BATCH_SECONDS * rate / HOP;
+        let need = batch_hops * HOP + WINDOW;
+        let limit = max_seconds * rate;
+        // Buffer starts at the lead hop; for the first batch that is a hop of zeros before the clip.
+        let mut buf: Vec<f32> = vec![0.0; HOP];
+        let mut block = vec![0f32; 8192];
+        let mut total = 0usize;
+        let mut eof = false;
+        let mut first_hop = 0usize;
+        let mut out = Stream {
+            values: Vec::new(),
+            count: 0,
+            times: StageTimes::default(),
+            extra: 0usize,
+        };
+        let mut pending: Option<tokio::task::JoinHandle<AudioBatch>> = None;
+        loop {
+            while !eof && buf.len() < need {
+                let n = samples.next_block(&mut block).await?;
+                if n == 0 || total >= limit {
+                    eof = true;
+                } else {
+                    let n = n.min(limit - total);
+                    buf.extend_from_slice(&block[..n]);
+                    total += n;
+                }
+            }
+            let hops = if eof {
+                total
+                    .div_ceil(HOP)
+                    .saturating_sub(first_hop)
+                    .min(batch_hops)
+            } else {
+                batch_hops
+            };
+            if hops == 0 {
+                break;
+            }
+            let data = buf[..buf.len().min(hops * HOP + WINDOW)].to_vec();
+            let lead_is_self = first_hop == 0;
+            if let Some(h) = pending.take() {
+                collect_audio(&mut out, h).await?;
+            }
+            let gpu = self.gpu.clone();
+            pending = Some(tokio::task::spawn_blocking(move || {
+                gpu.audio(&data, hops + 1, lead_is_self)
+                    .map(|(_, f, a, b)| (f, a, b))
+            }));
+            buf.drain(..hops * HOP);
+            first_hop += hops;
+            out.count = first_hop;
+            if let Some(p) = &progress {
+                p((first_hop * HOP) as f64 / rate as f64);
+            }
+        }
+        if let Some(h) = pending.take() {
+            collect_audio(&mut out, h).await?;
+        }
+        out.extra = total;
+        match samples.finish().await {
+            Ok(()) => {}
+            Err(DecodeError::NoStream(_)) => out.extra = 0,
+            Err(e @ DecodeError::Timeout(_)) => return Err(e.into()),
+            Err(e) if total == 0 => return Err(e.into()),
+            Err(e) => {
+                tracing::warn!(error = %e, samples = total, "audio decoder ended with an error; using the samples it delivered")
+            }
+        }
+        Ok(out)
+    }
+}
+
+type AudioBatch = Result<(Vec<f32>, Duration, Duration), GpuError>;
+
+async fn collect_visual(
+    out: &mut Stream<()>,
+    h: tokio::task::JoinHandle<Result<(Vec<f32>, Duration), GpuError>>,
+) -> Result<(), QualiaError> {
+    let (v, t) = h.await.map_err(|e| QualiaError::Task(e.to_string()))??;
+    out.values.extend(v);
+    out.times.visual += t;
+    Ok(())
+}
+
+async fn collect_audio(
+    out: &mut Stream<usize>,
+    h: tokio::task::JoinHandle<AudioBatch>,
+) -> Result<(), QualiaError> {
+    let (v, fft, feats) = h.await.map_err(|e| QualiaError::Task(e.to_string()))??;
+    out.values.extend(v);
+    out.times.audio_fft += fft;
+    out.times.audio_features += feats;
+    Ok(())
+}
+
+/// How long decoding alone takes (both pipes drained, nothing computed): the bench baseline.
+///
+/// # Errors
+/// Decoding errors.
+pub async fn decode_only(
+    path: &Path,
+    probe: &ProbeInfo,
+    spec: DecodeSpec,
+) -> Result<(Duration, usize, usize), DecodeError> {
+    let start = Instant::now();
+    let video = async {
+        if !probe.has_video {
+            return Ok(0);
+        }
+        let mut v = VideoFrames::open(path, spec)?;
+        let mut frame = vec![0u8; v.frame_len()];
+        let mut n = 0;
+        while v.next_frame(&mut frame).await? {
+            n += 1;
+        }
+        v.finish().await?;
+        Ok::<_, DecodeError>(n)
+    };
+    let audio = async {
+        if !probe.has_audio {
+            return Ok(0);
+        }
+        let mut a = AudioSamples::open(path, spec)?;
+        let mut block = vec![0f32; 8192];
+        let mut n = 0;
+        loop {
+            let k = a.next_block(&mut block).await?;
+            if k == 0 {
+                break;
+            }
+            n += k;
+        }
+        a.finish().await?;
+        Ok(n)
+    };
+    let (frames, samples) = tokio::try_join!(video, audio)?;
+    Ok((start.elapsed(), frames, samples))
+}

@@ -1,0 +1,529 @@
+//! Commands that run qualia on this machine without a server or database:
+//! `brainscan scan`, `brainscan features`, `brainscan model prior|fit|show` and `brainscan bench`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+
+use crate::config::FetchConfig;
+use crate::inference::features::FEATURES;
+use crate::inference::run::{Modalities, Progress, decode_only};
+use crate::inference::{GpuContext, Model, Qualia, QualiaOutput, fit, prior};
+use crate::media::fetch::Fetcher;
+use crate::media::probe::{self, ProbeInfo};
+use crate::result::NETWORKS;
+use crate::scan::MAX_DURATION_SECS;
+
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+const MAX_SECONDS: u32 = MAX_DURATION_SECS as u32;
+
+/// Where the model comes from.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// A model folder (`model.json` + `model.safetensors`); defaults to the built-in qualia v1.
+    #[arg(long, env = "BRAINSCAN_MODEL_DIR")]
+    pub model: Option<PathBuf>,
+}
+
+impl ModelArgs {
+    /// # Errors
+    /// An unreadable or unverifiable model.
+    pub fn load(&self) -> anyhow::Result<Model> {
+        match &self.model {
+            Some(dir) => {
+                Model::load(dir).with_context(|| format!("loading the model in {}", dir.display()))
+            }
+            None => Ok(Model::embedded()?),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// A media file, or an http(s) URL to download (with the service's fetch guards).
+    pub input: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub fetch: FetchConfig,
+}
+
+#[derive(Debug, Args)]
+pub struct FeaturesArgs {
+    /// A media file or URL.
+    pub input: String,
+    /// Print JSON instead of CSV.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub fetch: FetchConfig,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Fit a model by cross-validated ridge regression: per-second features (CSV from
+    /// `brainscan features`) to measured network series (CSV with one column per network).
+    Fit {
+        /// Features CSV of one run; repeat with `--targets` in the same order.
+        #[arg(long = "features", required = true)]
+        features: Vec<PathBuf>,
+        /// Targets CSV of one run (columns named as the spec's networks).
+        #[arg(long = "targets", required = true)]
+        targets: Vec<PathBuf>,
+        /// Output model folder.
+        #[arg(long)]
+        out: PathBuf,
+        /// Version written into the new model.
+        #[arg(long, default_value = "fit-1")]
+        version: String,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// Build the prior model (literature weights) with feature statistics from a corpus of
+    /// feature CSVs.
+    Prior {
+        #[arg(long = "corpus", required = true)]
+        corpus: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value = "1.0.0")]
+        version: String,
+    },
+    /// Show a model: id, checksum, provenance, weights.
+    Show {
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Clip to measure.
+    pub input: PathBuf,
+    /// Repetitions of each measurement (the median is reported).
+    #[arg(long, default_value_t = 1)]
+    pub runs: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// A local file, or a URL downloaded into a temporary file that lives as long as this value.
+struct Input {
+    path: PathBuf,
+    _temp: Option<tempfile::NamedTempFile>,
+}
+
+async fn resolve(input: &str, fetch: &FetchConfig) -> anyhow::Result<Input> {
+    if input.starts_with("http://") || input.starts_with("https://") {
+        let url = url::Url::parse(input).context("the URL is not valid")?;
+        let fetcher = Fetcher::new(fetch)?;
+        let d = fetcher
+            .download(
+                &url,
+                &std::env::temp_dir(),
+                fetch.fetch_max_bytes,
+                false,
+                Duration::from_secs(fetch.fetch_timeout_secs),
+            )
+            .await
+            .with_context(|| format!("downloading {url}"))?;
+        return Ok(Input {
+            path: d.file.path().to_path_buf(),
+            _temp: Some(d.file),
+        });
+    }
+    let path = PathBuf::from(input);
+    if !path.is_file() {
+        bail!("{input}: no such file");
+    }
+    Ok(Input { path, _temp: None })
+}
+
+fn qualia(model: &ModelArgs) -> anyhow::Result<Qualia> {
+    let model = model.load()?;
+    let gpu = GpuContext::new()?;
+    Ok(Qualia {
+        gpu: Arc::new(gpu),
+        model: Arc::new(model),
+    })
+}
+
+async fn probe_file(path: &Path) -> anyhow::Result<ProbeInfo> {
+    Ok(probe::probe(path, Duration::from_secs(30)).await?)
+}
+
+fn progress_bar(total: Option<f64>, quiet: bool) -> (indicatif::ProgressBar, Progress) {
+    let bar = if quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressBar::hidden()
+    } else {
+        let b = indicatif::ProgressBar::new((total.unwrap_or(0.0) * 10.0).ceil() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} analysing {bar:30} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    };
+    let best = Arc::new(AtomicU64::new(0));
+    let b = bar.clone();
+    let cb: Progress = Arc::new(move |secs: f64| {
+        let tenths = (secs * 10.0) as u64;
+        let prev = best.fetch_max(tenths, Ordering::Relaxed);
+        if tenths > prev {
+            b.set_position(tenths);
+            b.set_message(format!("{:.0} s decoded", secs));
+        }
+    });
+    (bar, cb)
+}
+
+async fn analyse(q: &Qualia, path: &Path, quiet: bool) -> anyhow::Result<QualiaOutput> {
+    let info = probe_file(path).await?;
+    let (bar, cb) = progress_bar(info.duration_sec, quiet);
+    let out = q.analyse(path, &info, MAX_SECONDS, Some(cb)).await;
+    bar.finish_and_clear();
+    Ok(out?)
+}
+
+/// `brainscan scan`.
+///
+/// # Errors
+/// Input, model, GPU and decoding errors, with context.
+pub async fn scan(args: ScanArgs) -> anyhow::Result<()> {
+    let input = resolve(&args.input, &args.fetch).await?;
+    let q = qualia(&args.model)?;
+    let out = analyse(&q, &input.path, args.json).await?;
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let rows: Vec<serde_json::Value> = out
+            .networks
+            .iter()
+            .enumerate()
+            .map(|(t, row)| {
+                let mut m = serde_json::Map::new();
+                m.insert("second".into(), serde_json::json!(t));
+                for (n, v) in NETWORKS.iter().zip(row) {
+                    m.insert((*n).into(), serde_json::json!(v));
+                }
+                serde_json::Value::Object(m)
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "model": out.model,
+            "adapter": out.adapter,
+            "duration_sec": out.duration_sec,
+            "seconds": out.seconds,
+            "modalities": out.modalities,
+            "units": "z (relative to the model's reference corpus)",
+            "networks": rows,
+            "stage_times_ms": stage_ms(&out),
+        });
+        serde_json::to_writer_pretty(&mut stdout, &doc)?;
+        writeln!(stdout)?;
+        return Ok(());
+    }
+    writeln!(
+        stdout,
+        "{} on {} — {:.1} s, video {}, audio {}; values in z units of the reference corpus",
+        out.model,
+        out.adapter,
+        out.duration_sec,
+        yes_no(out.modalities.video),
+        yes_no(out.modalities.audio)
+    )?;
+    write!(stdout, "{:>4}", "s")?;
+    for n in [
+        "Visual", "SomMot", "DorsAttn", "VentAttn", "Limbic", "Cont", "Default",
+    ] {
+        write!(stdout, " {n:>8}")?;
+    }
+    writeln!(stdout)?;
+    for (t, row) in out.networks.iter().enumerate() {
+        write!(stdout, "{t:>4}")?;
+        for v in row {
+            write!(stdout, " {v:>8.3}")?;
+        }
+        writeln!(stdout)?;
+    }
+    Ok(())
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+fn stage_ms(out: &QualiaOutput) -> serde_json::Value {
+    let t = &out.stage_times;
+    let ms = |d: Duration| (d.as_secs_f64() * 1e4).round() / 10.0;
+    serde_json::json!({
+        "visual": ms(t.visual),
+        "audio_fft": ms(t.audio_fft),
+        "audio_features": ms(t.audio_features),
+        "pool": ms(t.pool),
+        "response_readout": ms(t.response),
+    })
+}
+
+/// `brainscan features`: the per-second raw feature matrix as CSV (header `second,<features>`).
+///
+/// # Errors
+/// As [`scan`].
+pub async fn features(args: FeaturesArgs) -> anyhow::Result<()> {
+    let input = resolve(&args.input, &args.fetch).await?;
+    let q = qualia(&args.model)?;
+    let out = analyse(&q, &input.path, true).await?;
+    let mut stdout = std::io::stdout().lock();
+    let f = FEATURES.len();
+    if args.json {
+        let doc = serde_json::json!({
+            "model": out.model,
+            "modalities": out.modalities,
+            "features": FEATURES.iter().map(|x| x.0).collect::<Vec<_>>(),
+            "rows": out.features.chunks_exact(f).map(<[f32]>::to_vec).collect::<Vec<_>>(),
+        });
+        serde_json::to_writer(&mut stdout, &doc)?;
+        writeln!(stdout)?;
+        return Ok(());
+    }
+    write_features_csv(&mut stdout, &out.features, out.modalities)?;
+    Ok(())
+}
+
+/// Writes `second,<feature names>,has_video,has_audio` and one row per second. The raw
+/// features of an absent modality are what the kernels computed for nothing (black, silence);
+/// the presence columns let `model prior` leave them out of the statistics.
+///
+/// # Errors
+/// I/O.
+pub fn write_features_csv(
+    w: &mut impl Write,
+    features: &[f32],
+    m: Modalities,
+) -> std::io::Result<()> {
+    let f = FEATURES.len();
+    write!(w, "second")?;
+    for (name, _, _) in FEATURES {
+        write!(w, ",{name}")?;
+    }
+    writeln!(w, ",has_video,has_audio")?;
+    for (t, row) in features.chunks_exact(f).enumerate() {
+        write!(w, "{t}")?;
+        for v in row {
+            write!(w, ",{v}")?;
+        }
+        writeln!(w, ",{},{}", u8::from(m.video), u8::from(m.audio))?;
+    }
+    Ok(())
+}
+
+/// `brainscan model …`.
+///
+/// # Errors
+/// Bad inputs, fitting failures, I/O.
+pub fn model(cmd: ModelCommand) -> anyhow::Result<()> {
+    match cmd {
+        ModelCommand::Fit {
+            features,
+            targets,
+            out,
+            version,
+            model,
+        } => {
+            if features.len() != targets.len() {
+                bail!(
+                    "give one --targets file per --features file ({} vs {})",
+                    features.len(),
+                    targets.len()
+                );
+            }
+            let base = model.load()?;
+            let runs = features
+                .iter()
+                .zip(&targets)
+                .map(|(f, t)| fit::load_run(f, t))
+                .collect::<Result<Vec<_>, _>>()?;
+            let (fitted, report) = fit::fit(&runs, &base, &version)?;
+            fitted.write(&out)?;
+            println!(
+                "fitted {} on {} seconds in {} runs, {} folds, λ = {}",
+                fitted.id(),
+                report.rows,
+                report.runs,
+                report.folds,
+                report.lambda
+            );
+            println!("held-out Pearson r per network:");
+            for (n, r) in &report.heldout_r {
+                println!("  {n:<18} {r:>7.3}");
+            }
+            println!("wrote {}", out.display());
+            Ok(())
+        }
+        ModelCommand::Prior {
+            corpus,
+            out,
+            version,
+        } => {
+            let names: Vec<&str> = FEATURES.iter().map(|f| f.0).collect();
+            let mut clips = Vec::new();
+            let mut listed = Vec::new();
+            for path in &corpus {
+                let m = fit::read_csv(path, &names)?;
+                let presence = fit::read_csv(path, &["has_video", "has_audio"])?;
+                let (has_video, has_audio) = (
+                    presence.first() == Some(&1.0),
+                    presence.get(1) == Some(&1.0),
+                );
+                listed.push(serde_json::json!({
+                    "file": path.file_name().map(|n| n.to_string_lossy().into_owned()),
+                    "seconds": m.len() / names.len(),
+                    "video": has_video,
+                    "audio": has_audio,
+                }));
+                clips.push(prior::CorpusClip {
+                    features: m,
+                    has_video,
+                    has_audio,
+                });
+            }
+            let (mean, std) = prior::corpus_stats(&clips);
+            let model = prior::build(&version, mean, std, serde_json::json!(listed));
+            model.write(&out)?;
+            println!(
+                "wrote {} to {} ({} corpus files)",
+                model.id(),
+                out.display(),
+                corpus.len()
+            );
+            Ok(())
+        }
+        ModelCommand::Show { model } => {
+            let m = model.load()?;
+            println!("{}  {}", m.id(), m.manifest.checksum);
+            println!(
+                "provenance: {}",
+                serde_json::to_string_pretty(&m.manifest.provenance)?
+            );
+            for note in &m.manifest.weights {
+                println!(
+                    "  {:<18} {:<15} {:>6.2}  {}",
+                    note.network, note.feature, note.weight, note.reason
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+fn reset_peak_rss() {
+    // Linux: writing 5 resets VmHWM to the current RSS.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Peak RSS of the largest finished child (the ffmpeg decoders).
+#[allow(unsafe_code)]
+fn children_peak_rss_kib() -> u64 {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &raw mut usage) };
+    if rc == 0 {
+        u64::try_from(usage.ru_maxrss).unwrap_or(0)
+    } else {
+        0
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `brainscan bench`: decode-only baseline vs the full local scan on the same clip, in one run.
+///
+/// # Errors
+/// As [`scan`].
+pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    let runs = args.runs.max(1);
+    let info = probe_file(&args.input).await?;
+    let start = Instant::now();
+    let q = qualia(&args.model)?;
+    let init = start.elapsed();
+    let spec = q.decode_spec();
+    let mut decode_s = Vec::new();
+    let mut scan_s = Vec::new();
+    let mut last = None;
+    let mut decode_peak = 0;
+    let mut scan_peak = 0;
+    for _ in 0..runs {
+        reset_peak_rss();
+        let (d, _, _) = decode_only(&args.input, &info, spec).await?;
+        decode_s.push(d.as_secs_f64());
+        decode_peak = decode_peak.max(peak_rss_kib().unwrap_or(0));
+        reset_peak_rss();
+        let t = Instant::now();
+        let out = q.analyse(&args.input, &info, MAX_SECONDS, None).await?;
+        scan_s.push(t.elapsed().as_secs_f64());
+        scan_peak = scan_peak.max(peak_rss_kib().unwrap_or(0));
+        last = Some(out);
+    }
+    let out = last.context("no run")?;
+    let (d, s) = (median(decode_s), median(scan_s));
+    let doc = serde_json::json!({
+        "clip": args.input.display().to_string(),
+        "duration_sec": out.duration_sec,
+        "adapter": out.adapter,
+        "model": out.model,
+        "runs": runs,
+        "gpu_init_ms": (init.as_secs_f64() * 1000.0).round(),
+        "decode_only_s": d,
+        "scan_s": s,
+        "ratio_scan_over_decode": s / d,
+        "realtime_factor": out.duration_sec / s,
+        "stage_times_ms": stage_ms(&out),
+        "peak_rss_mib": { "decode_only": decode_peak / 1024, "scan": scan_peak / 1024, "ffmpeg_children_max": children_peak_rss_kib() / 1024 },
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "clip            {} ({:.1} s)",
+            args.input.display(),
+            out.duration_sec
+        );
+        println!("adapter         {}", out.adapter);
+        println!(
+            "decode only     {d:.2} s   (ffmpeg to {}x{} @ {} fps RGB + 16 kHz PCM)",
+            spec.width, spec.height, spec.fps
+        );
+        println!("full scan       {s:.2} s   (decode + qualia kernels)");
+        println!("ratio           {:.2}", s / d);
+        println!("stages (ms)     {}", stage_ms(&out));
+        println!(
+            "peak RSS (MiB)  brainscan decode-only {}, scan {}; ffmpeg max {}",
+            decode_peak / 1024,
+            scan_peak / 1024,
+            children_peak_rss_kib() / 1024
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,10 @@
+//! Tests of the qualia inference core (issue: media decoding and the inference core).
+//!
+//! GPU tests run on whatever adapter wgpu finds; on CI machines that is Mesa's lavapipe.
+
+mod battery;
+mod cli;
+mod parity;
+mod robustness;
+mod shaders;
+mod support;

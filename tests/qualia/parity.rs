@@ -1,0 +1,289 @@
+//! Each WGSL kernel against the plain-Rust reference on random and real inputs: max error
+//! ≤ 1e-4, absolute for values up to 1 and relative above.
+
+use rand::{Rng, SeedableRng};
+
+use brainscan::inference::features::{self, FRAME_FEATURES, HOP, HOP_FEATURES, WINDOW};
+use brainscan::inference::reference;
+use brainscan::media::decode::{AudioSamples, DecodeSpec, VideoFrames};
+
+use crate::support::{ffmpeg, gpu, qualia, real_media, speech};
+
+const TOL: f64 = 1e-4;
+
+fn assert_close(what: &str, gpu: &[f32], cpu: &[f32]) {
+    assert_eq!(gpu.len(), cpu.len(), "{what}: lengths");
+    let mut worst = (0.0f64, 0usize);
+    for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+        assert!(g.is_finite(), "{what}[{i}] is {g}");
+        let err = (f64::from(*g) - f64::from(*c)).abs() / f64::from(c.abs()).max(1.0);
+        if err > worst.0 {
+            worst = (err, i);
+        }
+    }
+    assert!(
+        worst.0 <= TOL,
+        "{what}: error {:.3e} at {} (gpu {}, cpu {})",
+        worst.0,
+        worst.1,
+        gpu[worst.1],
+        cpu[worst.1]
+    );
+}
+
+fn random_frames(rng: &mut impl Rng, n: usize, w: usize, h: usize) -> Vec<u8> {
+    (0..n * w * h * 3).map(|_| rng.random()).collect()
+}
+
+#[test]
+fn visual_kernel_matches_reference_on_random_and_flat_frames() {
+    let (w, h) = (160, 90);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let mut frames = random_frames(&mut rng, 5, w, h);
+    // Flat black, flat white and a hard checkerboard exercise the edge cases of the binning.
+    let len = w * h * 3;
+    frames.extend(std::iter::repeat_n(0u8, len));
+    frames.extend(std::iter::repeat_n(255u8, len));
+    frames.extend((0..w * h).flat_map(|i| {
+        let v = if ((i % w) / 8 + (i / w) / 8) % 2 == 0 {
+            255
+        } else {
+            0
+        };
+        [v, v / 2, 255 - v]
+    }));
+    let (g, _) = gpu()
+        .visual(&frames, w as u32, h as u32)
+        .expect("visual kernel");
+    let c = reference::visual(&frames, w, h);
+    assert_eq!(g.len(), 7 * FRAME_FEATURES);
+    assert_close("visual(random)", &g, &c);
+    // Black after checkerboard-free random: the cut score of identical frames is 0 and the
+    // motion of a repeated frame is 0.
+    let (g2, _) = gpu()
+        .visual(
+            &[&frames[..len], &frames[..len]].concat(),
+            w as u32,
+            h as u32,
+        )
+        .expect("visual kernel");
+    assert_eq!(g2[4], 0.0, "motion of a repeated frame");
+    assert_eq!(g2[6], 0.0, "cut score of a repeated frame");
+}
+
+#[tokio::test]
+async fn visual_kernel_matches_reference_on_real_frames() {
+    let path = real_media().join("trailer_bbb.mp4");
+    let spec = DecodeSpec::default();
+    let mut v = VideoFrames::open(&path, spec).expect("open");
+    let len = v.frame_len();
+    let mut frames = vec![0u8; 12 * len];
+    for k in 0..12 {
+        assert!(
+            v.next_frame(&mut frames[k * len..(k + 1) * len])
+                .await
+                .expect("frame")
+        );
+    }
+    drop(v);
+    let (g, _) = gpu()
+        .visual(&frames, spec.width, spec.height)
+        .expect("visual kernel");
+    let c = reference::visual(&frames, spec.width as usize, spec.height as usize);
+    assert_close("visual(trailer)", &g, &c);
+    assert!(
+        c.chunks(FRAME_FEATURES).any(|r| r[4] > 0.0),
+        "real frames move"
+    );
+}
+
+fn check_audio(what: &str, samples: &[f32], hops: usize, lead_is_self: bool) {
+    let (power, feats, _, _) = gpu()
+        .audio(samples, hops, lead_is_self)
+        .expect("audio kernels");
+    let (rp, rf) = reference::audio(
+        samples,
+        hops,
+        lead_is_self,
+        &features::hann(),
+        &features::mel_filters(),
+    );
+    // Power is compared relative to the frame's peak: an FFT in f32 and a DFT in f64 differ
+    // by rounding near the noise floor, far below anything the features can see.
+    for (j, (g, c)) in power
+        .chunks(features::BINS)
+        .zip(rp.chunks(features::BINS))
+        .enumerate()
+    {
+        let peak = c.iter().fold(1.0f32, |m, v| m.max(*v));
+        let scaled = |v: &[f32]| v.iter().map(|x| x / peak).collect::<Vec<f32>>();
+        assert_close(&format!("{what} power hop {j}"), &scaled(g), &scaled(c));
+    }
+    assert_eq!(feats.len(), (hops - 1) * HOP_FEATURES);
+    assert_close(&format!("{what} hop features"), &feats, &rf);
+}
+
+#[test]
+fn audio_kernels_match_reference_on_noise_tones_and_silence() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2);
+    let hops = 24;
+    let n = hops * HOP + WINDOW;
+    let noise: Vec<f32> = (0..n).map(|_| rng.random_range(-0.5..0.5)).collect();
+    check_audio("noise", &noise, hops, true);
+    let tone: Vec<f32> = (0..n)
+        .map(|i| 0.3 * (2.0 * std::f32::consts::PI * 1000.0 * i as f32 / 16_000.0).sin())
+        .collect();
+    check_audio("tone", &tone, hops, false);
+    // A burst after silence, ending before the buffer does (zero padding past the end).
+    let mut burst = vec![0f32; n - 700];
+    for (i, s) in burst.iter_mut().enumerate().skip(2000) {
+        *s = if i % 37 < 18 { 0.8 } else { -0.8 };
+    }
+    check_audio("burst", &burst, hops, true);
+    check_audio("silence", &vec![0.0; n], hops, true);
+}
+
+#[tokio::test]
+async fn audio_kernels_match_reference_on_real_speech() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let espeak = speech(
+        dir.path(),
+        "s.wav",
+        "The quick brown fox jumps over the lazy dog.",
+    );
+    for path in [real_media().join("jfk.wav"), espeak] {
+        let mut a = AudioSamples::open(&path, DecodeSpec::default()).expect("open");
+        let mut samples = vec![0f32; 16_000];
+        let got = a.next_block(&mut samples).await.expect("samples");
+        samples.truncate(got);
+        drop(a);
+        let hops = (got - WINDOW) / HOP;
+        check_audio(&path.display().to_string(), &samples, hops.min(60), true);
+    }
+}
+
+#[test]
+fn pooling_kernel_matches_reference_including_ragged_ends() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let dft = features::dft_table();
+    // (frames, hops, seconds): partial last second, video shorter than audio, audio shorter
+    // than video, no video, no audio.
+    for (nf, nh, secs) in [
+        (45, 450, 5),
+        (20, 700, 7),
+        (70, 130, 7),
+        (0, 300, 3),
+        (30, 0, 3),
+    ] {
+        let ff: Vec<f32> = (0..nf * FRAME_FEATURES)
+            .map(|_| rng.random_range(0.0..1.0))
+            .collect();
+        let mut hf: Vec<f32> = (0..nh * HOP_FEATURES)
+            .map(|_| rng.random_range(0.0..1.0))
+            .collect();
+        for (i, v) in hf.iter_mut().enumerate() {
+            match i % HOP_FEATURES {
+                0 => *v = *v * 80.0 - 90.0,
+                2 => *v *= 0.3,
+                k if k >= 7 => *v = *v * 20.0 - 15.0,
+                _ => {}
+            }
+        }
+        let (g, _) = gpu().pool(&ff, &hf, secs, 10, 0.12).expect("pool kernel");
+        let c = reference::pool(&ff, &hf, secs, 10, 0.12, &dft);
+        assert_close(&format!("pool({nf} frames, {nh} hops)"), &g, &c);
+    }
+}
+
+#[test]
+fn response_kernels_match_reference() {
+    let q = qualia();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+    let f = q.model.features.len();
+    for (secs, video, audio) in [(1, true, true), (9, true, false), (40, false, true)] {
+        let raw: Vec<f32> = (0..secs * f)
+            .map(|i| q.model.mean[i % f] + q.model.std[i % f] * rng.random_range(-3.0..3.0))
+            .collect();
+        let (z, r, y, _) = q
+            .gpu
+            .response(&raw, &q.model, video, audio)
+            .expect("response kernels");
+        let (cz, cr, cy) = reference::response(&raw, &q.model, video, audio);
+        assert_close("z", &z, &cz);
+        assert_close("r", &r, &cr);
+        assert_close("y", &y, &cy);
+    }
+}
+
+#[tokio::test]
+async fn the_whole_chain_matches_reference_on_a_real_clip() {
+    // Decode a 3 s clip, run every reference stage on the decoded media, compare the networks.
+    let dir = tempfile::tempdir().expect("tempdir");
+    ffmpeg(
+        dir.path(),
+        &[
+            "-i",
+            real_media().join("trailer_bbb.mp4").to_str().expect("utf8"),
+            "-ss",
+            "20",
+            "-t",
+            "3",
+            "-c:v",
+            "libx264",
+            "-c:a",
+            "aac",
+            "cut.mp4",
+        ],
+    );
+    let path = dir.path().join("cut.mp4");
+    let out = crate::support::analyse(&path).await;
+    let spec = DecodeSpec::default();
+    let mut v = VideoFrames::open(&path, spec).expect("open video");
+    let len = v.frame_len();
+    let mut frames = vec![0u8; len];
+    let mut buf = vec![0u8; len];
+    let mut first = true;
+    while v.next_frame(&mut buf).await.expect("frame") {
+        if first {
+            frames.copy_from_slice(&buf);
+            first = false;
+        }
+        frames.extend_from_slice(&buf);
+    }
+    v.finish().await.expect("video ends cleanly");
+    let ff = reference::visual(&frames, spec.width as usize, spec.height as usize);
+    let mut a = AudioSamples::open(&path, spec).expect("open audio");
+    let mut samples = vec![0f32; HOP];
+    let mut block = vec![0f32; 4096];
+    loop {
+        let n = a.next_block(&mut block).await.expect("samples");
+        if n == 0 {
+            break;
+        }
+        samples.extend_from_slice(&block[..n]);
+    }
+    let total = samples.len() - HOP;
+    let hops = total.div_ceil(HOP);
+    let (_, hf) = reference::audio(
+        &samples,
+        hops + 1,
+        true,
+        &features::hann(),
+        &features::mel_filters(),
+    );
+    let q = qualia();
+    let raw = reference::pool(
+        &ff,
+        &hf,
+        out.seconds,
+        10,
+        q.model.manifest.sampling.onset_threshold,
+        &features::dft_table(),
+    );
+    assert_close("pooled features", &out.features, &raw);
+    let (_, _, y) = reference::response(&raw, &q.model, true, true);
+    let got: Vec<f32> = out.networks.iter().flatten().copied().collect();
+    assert_close("networks", &got, &y);
+    assert_eq!(out.frames, frames.len() / len - 1);
+    assert_eq!(out.hops, hops);
+}

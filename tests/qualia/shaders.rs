@@ -1,0 +1,48 @@
+//! Every WGSL file parses and validates with naga, without a GPU.
+
+use brainscan::inference::gpu::SHADERS;
+
+#[test]
+fn every_wgsl_file_parses_and_validates() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shaders");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+        .expect("shaders/")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".wgsl"))
+        .collect();
+    on_disk.sort();
+    let mut built_in: Vec<String> = SHADERS.iter().map(|(n, _)| (*n).to_owned()).collect();
+    built_in.sort();
+    assert_eq!(
+        on_disk, built_in,
+        "every shader on disk is compiled into the core"
+    );
+    for name in on_disk {
+        let src = std::fs::read_to_string(dir.join(&name)).expect("read shader");
+        let module = naga::front::wgsl::parse_str(&src)
+            .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+        let mut validator = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::default(),
+        );
+        validator
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+        assert!(
+            module
+                .entry_points
+                .iter()
+                .all(|e| e.stage == naga::ShaderStage::Compute),
+            "{name}: only compute entry points"
+        );
+    }
+}
+
+#[test]
+fn a_broken_shader_is_rejected() {
+    // The validation above can fail: a type error is caught.
+    let src = "@compute @workgroup_size(1) fn main() { let x: f32 = 1u; }";
+    let module = naga::front::wgsl::parse_str(src);
+    assert!(module.is_err());
+}

