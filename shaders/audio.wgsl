@@ -1,15 +1,15 @@
 // Per-hop audio features of the qualia model (QUALIA-MODEL.md, "Audio features").
 //
 // 16 kHz mono samples; a hop is 160 samples (10 ms) and its analysis window the 512 samples
-// (32 ms) starting at the hop, Hann-weighted, zero past the end of the clip. `samples` starts
-// at the batch's lead hop: local hop 0 is the hop before the batch (only its spectrum is used,
-// for spectral flux), local hops 1..n_hops-1 are output. At the start of a clip there is no
+// (32 ms) centred on the hop, Hann-weighted, zero outside the clip. `samples` starts PRE
+// samples before the batch's lead hop: local hop 0 is the hop before the batch (only its
+// spectrum is used, for spectral flux), local hops 1..n_hops-1 are output. At the start of a clip there is no
 // hop before, so `lead_is_self` makes hop 1 its own predecessor (flux 0).
 //
 // `spectrum`: one workgroup per local hop, an in-place radix-2 FFT of 512 points in workgroup
 // memory with twiddles from the host, writing the power spectrum (257 bins).
 // `hop_features`: one invocation per output hop, 15 floats: level (dBFS), spectral centroid
-// (kHz), spectral flux, speech-band (300–3400 Hz) ratio, spectral flatness, bass (< 250 Hz)
+// (kHz), spectral flux (positive log-mel change), speech-band (300–3400 Hz) ratio, spectral flatness, bass (< 250 Hz)
 // ratio, speech-band amplitude envelope, 8 log-mel band energies.
 
 struct Params {
@@ -24,6 +24,7 @@ const BINS: u32 = 257u;
 const HOP: u32 = 160u;
 const FEATS: u32 = 15u;
 const MELS: u32 = 8u;
+const PRE: u32 = 176u;        // (N - HOP) / 2: window start to hop start
 const SPEECH_LO: u32 = 10u;  // 312.5 Hz
 const SPEECH_HI: u32 = 108u; // 3375 Hz
 const BASS_HI: u32 = 7u;     // 218.75 Hz
@@ -98,7 +99,7 @@ fn hop_features(@builtin(global_invocation_id) gid: vec3<u32>) {
     let prow = prev * BINS;
 
     // Level over the hop's own 160 samples (what exists of them).
-    let start = j * HOP;
+    let start = j * HOP + PRE;
     var ss = 0.0;
     var cnt = 0u;
     for (var i = 0u; i < HOP; i = i + 1u) {
@@ -119,7 +120,6 @@ fn hop_features(@builtin(global_invocation_id) gid: vec3<u32>) {
     var speech = 0.0;
     var bass = 0.0;
     var log_sum = 0.0;
-    var flux = 0.0;
     for (var k = 1u; k < BINS; k = k + 1u) {
         let pk = power[row + k];
         total = total + pk;
@@ -131,7 +131,6 @@ fn hop_features(@builtin(global_invocation_id) gid: vec3<u32>) {
             bass = bass + pk;
         }
         log_sum = log_sum + log(pk + BIN_FLOOR);
-        flux = flux + max(0.0, log(1.0 + sqrt(pk)) - log(1.0 + sqrt(power[prow + k])));
     }
     let o = (j - 1u) * FEATS;
     out[o + 0u] = level;
@@ -146,13 +145,20 @@ fn hop_features(@builtin(global_invocation_id) gid: vec3<u32>) {
         out[o + 4u] = exp(log_sum / 256.0) / (total / 256.0 + BIN_FLOOR);
         out[o + 5u] = bass / total;
     }
-    out[o + 2u] = flux / 256.0;
     out[o + 6u] = sqrt(speech) / 256.0;
+    // Spectral flux on log-mel bands: wide bands average out the bin-to-bin fluctuation of
+    // stationary noise, so sustained sound reads low and onsets read high.
+    var flux = 0.0;
     for (var m = 0u; m < MELS; m = m + 1u) {
         var e = 0.0;
+        var ep = 0.0;
         for (var k = 0u; k < BINS; k = k + 1u) {
             e = e + mel[m * BINS + k] * power[row + k];
+            ep = ep + mel[m * BINS + k] * power[prow + k];
         }
-        out[o + 7u + m] = log(e + MEL_FLOOR);
+        let le = log(e + MEL_FLOOR);
+        out[o + 7u + m] = le;
+        flux = flux + max(0.0, le - log(ep + MEL_FLOOR));
     }
+    out[o + 2u] = flux / f32(MELS);
 }

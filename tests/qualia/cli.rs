@@ -1,1 +1,219 @@
-//! (being written)
+//! The local commands through the real binary, the model files, and the shipped statistics.
+
+use std::process::Command;
+
+use brainscan::inference::Model;
+use brainscan::inference::features::FEATURES;
+use brainscan::inference::prior::{CorpusClip, corpus_stats};
+
+use crate::support::{analyse, real_media};
+
+fn brainscan(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_brainscan"))
+        .args(args)
+        .env_remove("BRAINSCAN_MODEL_DIR")
+        .output()
+        .expect("brainscan runs")
+}
+
+fn ok(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {
+    let clip = real_media().join("bigbuckbunny.mp4");
+    let doc: serde_json::Value = serde_json::from_str(&ok(&brainscan(&[
+        "scan",
+        clip.to_str().expect("utf8"),
+        "--json",
+    ])))
+    .expect("json");
+    assert_eq!(doc["model"], "qualia-1.0.0");
+    assert_eq!(doc["seconds"], 6);
+    assert_eq!(doc["modalities"]["video"], true);
+    let rows = doc["networks"].as_array().expect("rows");
+    assert_eq!(rows.len(), 6);
+    for name in brainscan::result::NETWORKS {
+        assert!(rows[3][name].as_f64().expect(name).is_finite());
+    }
+    let table = ok(&brainscan(&["scan", clip.to_str().expect("utf8")]));
+    assert!(table.contains("qualia-1.0.0"), "{table}");
+    assert_eq!(table.lines().count(), 2 + 6, "{table}");
+}
+
+#[test]
+fn features_prints_a_csv_that_model_fit_reads_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let csv = ok(&brainscan(&[
+        "features",
+        real_media().join("trailer_bbb.mp4").to_str().expect("utf8"),
+    ]));
+    let header = csv.lines().next().expect("header");
+    assert!(header.starts_with("second,luma,contrast"), "{header}");
+    assert!(header.ends_with("has_video,has_audio"));
+    assert_eq!(csv.lines().count(), 1 + 56);
+    std::fs::write(d.join("f.csv"), &csv).expect("write");
+    // Targets: a made-up network series that follows loudness and motion, to exercise fit.
+    let rows: Vec<Vec<f64>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|c| c.parse().expect("num")).collect())
+        .collect();
+    let mut targets = String::from(
+        "second,Visual,Somatomotor,Dorsal Attention,Ventral Attention,Limbic,Frontoparietal,Default Mode\n",
+    );
+    for (t, r) in rows.iter().enumerate() {
+        let (motion, level) = (r[5], r[10]);
+        targets.push_str(&format!(
+            "{t},{},{},{},0,0,0,{}\n",
+            motion * 10.0,
+            level / 10.0,
+            motion * 5.0,
+            -level / 20.0
+        ));
+    }
+    std::fs::write(d.join("y.csv"), targets).expect("write");
+    let out = d.join("fitted");
+    let report = ok(&brainscan(&[
+        "model",
+        "fit",
+        "--features",
+        d.join("f.csv").to_str().expect("utf8"),
+        "--targets",
+        d.join("y.csv").to_str().expect("utf8"),
+        "--out",
+        out.to_str().expect("utf8"),
+        "--version",
+        "trial-1",
+    ]));
+    assert!(report.contains("held-out Pearson r"), "{report}");
+    let fitted = Model::load(&out).expect("the fitted folder loads");
+    assert_eq!(fitted.id(), "qualia-trial-1");
+    assert_eq!(fitted.manifest.provenance["source"], "fit");
+    // Scanning with the fitted model records its version.
+    let doc: serde_json::Value = serde_json::from_str(&ok(&brainscan(&[
+        "scan",
+        "--model",
+        out.to_str().expect("utf8"),
+        "--json",
+        real_media().join("jfk.wav").to_str().expect("utf8"),
+    ])))
+    .expect("json");
+    assert_eq!(doc["model"], "qualia-trial-1");
+}
+
+#[test]
+fn a_tampered_or_foreign_model_is_refused_with_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = Model::embedded().expect("embedded");
+    good.write(dir.path()).expect("write");
+    let mut bytes = std::fs::read(dir.path().join("model.safetensors")).expect("read");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(dir.path().join("model.safetensors"), &bytes).expect("write");
+    let out = brainscan(&[
+        "model",
+        "show",
+        "--model",
+        dir.path().to_str().expect("utf8"),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("checksum"), "{err}");
+    // A model for another feature set (a renamed feature) is refused even with a valid checksum.
+    let mut foreign = good.clone();
+    foreign.manifest.features[3].name = "sharpness".into();
+    foreign.manifest.weights.clear();
+    foreign.write(dir.path()).expect("write");
+    let err = Model::load(dir.path()).expect_err("foreign features");
+    assert!(err.to_string().contains("feature list"), "{err}");
+}
+
+#[tokio::test]
+async fn scan_fetches_urls_through_the_ssrf_guard() {
+    let bytes = std::fs::read(real_media().join("jfk.wav")).expect("read");
+    let app = axum::Router::new().route(
+        "/jfk.wav",
+        axum::routing::get(move || {
+            let b = bytes.clone();
+            async move { ([(http::header::CONTENT_TYPE, "audio/wav")], b) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    let url = format!("http://{addr}/jfk.wav");
+    let refused = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || brainscan(&["scan", &url])
+    })
+    .await
+    .expect("join");
+    assert!(!refused.status.success(), "loopback is refused by default");
+    let allowed = tokio::task::spawn_blocking(move || {
+        brainscan(&["scan", "--json", "--allow-loopback-fetch", &url])
+    })
+    .await
+    .expect("join");
+    let doc: serde_json::Value = serde_json::from_str(&ok(&allowed)).expect("json");
+    assert_eq!(doc["seconds"], 11);
+    assert_eq!(doc["modalities"]["audio"], true);
+}
+
+#[tokio::test]
+async fn the_shipped_statistics_are_those_of_the_reference_corpus() {
+    // v1's z-scoring statistics must be what the current kernels compute on the corpus that
+    // model.json names (rebuild with scripts/build-qualia-prior after changing a kernel).
+    let model = Model::embedded().expect("embedded");
+    let corpus = model.manifest.provenance["corpus"]
+        .as_array()
+        .expect("corpus list")
+        .clone();
+    let mut clips = Vec::new();
+    for entry in &corpus {
+        let csv = entry["file"].as_str().expect("file");
+        let stem = csv.trim_end_matches(".csv");
+        let media = ["mp4", "wav"]
+            .iter()
+            .map(|e| real_media().join(format!("{stem}.{e}")))
+            .find(|p| p.exists())
+            .expect("corpus clip");
+        let out = analyse(&media).await;
+        assert_eq!(
+            entry["seconds"].as_u64(),
+            Some(out.seconds as u64),
+            "{stem}"
+        );
+        clips.push(CorpusClip {
+            features: out.features,
+            has_video: out.modalities.video,
+            has_audio: out.modalities.audio,
+        });
+    }
+    let (mean, std) = corpus_stats(&clips);
+    for (k, (name, _, _)) in FEATURES.iter().enumerate() {
+        let close = |a: f32, b: f32| (a - b).abs() <= 1e-4 * b.abs().max(1.0);
+        assert!(
+            close(mean[k], model.mean[k]),
+            "{name}: mean {} vs shipped {}",
+            mean[k],
+            model.mean[k]
+        );
+        assert!(
+            close(std[k], model.std[k]),
+            "{name}: std {} vs shipped {}",
+            std[k],
+            model.std[k]
+        );
+    }
+}

@@ -204,10 +204,11 @@ fn response_kernels_match_reference() {
         let raw: Vec<f32> = (0..secs * f)
             .map(|i| q.model.mean[i % f] + q.model.std[i % f] * rng.random_range(-3.0..3.0))
             .collect();
-        let (z, r, y, _) = q
+        let resp = q
             .gpu
             .response(&raw, &q.model, video, audio)
             .expect("response kernels");
+        let (z, r, y) = (resp.z, resp.r, resp.y);
         let (cz, cr, cy) = reference::response(&raw, &q.model, video, audio);
         assert_close("z", &z, &cz);
         assert_close("r", &r, &cr);
@@ -253,7 +254,7 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
     v.finish().await.expect("video ends cleanly");
     let ff = reference::visual(&frames, spec.width as usize, spec.height as usize);
     let mut a = AudioSamples::open(&path, spec).expect("open audio");
-    let mut samples = vec![0f32; HOP];
+    let mut samples = vec![0f32; features::LEAD];
     let mut block = vec![0f32; 4096];
     loop {
         let n = a.next_block(&mut block).await.expect("samples");
@@ -262,7 +263,7 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
         }
         samples.extend_from_slice(&block[..n]);
     }
-    let total = samples.len() - HOP;
+    let total = samples.len() - features::LEAD;
     let hops = total.div_ceil(HOP);
     let (_, hf) = reference::audio(
         &samples,

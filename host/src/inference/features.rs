@@ -17,6 +17,11 @@ pub const WINDOW: usize = 512;
 /// Power-spectrum bins of one window.
 pub const BINS: usize = WINDOW / 2 + 1;
 pub const HOPS_PER_SECOND: usize = 100;
+/// Samples from a window's start to its hop's start (windows are centred on their hop).
+pub const PRE: usize = (WINDOW - HOP) / 2;
+/// Samples in an audio batch buffer before its first output hop: the lead hop and the pre-roll
+/// of the lead hop's window.
+pub const LEAD: usize = PRE + HOP;
 pub const MEL_BANDS: usize = 8;
 pub const SAMPLE_RATE: u32 = 16_000;
 /// The frame grid used for coarse motion and saliency: frame sizes must be multiples of it.
@@ -78,7 +83,7 @@ pub const FEATURES: [(&str, Modality, &str); 27] = [
     (
         "flux",
         Modality::Audio,
-        "spectral flux (positive log-magnitude change), mean",
+        "spectral flux (positive log-mel band change), mean",
     ),
     (
         "onset_strength",

@@ -41,6 +41,16 @@ pub enum GpuError {
     TooLarge(String),
 }
 
+/// What the response stage returns: z-scored features, their HRF-filtered versions (both
+/// `seconds x F`) and the network series `seconds x 7`.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub z: Vec<f32>,
+    pub r: Vec<f32>,
+    pub y: Vec<f32>,
+    pub time: Duration,
+}
+
 /// Time spent per stage (submit to results back on the host), summed over batches.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct StageTimes {
@@ -299,8 +309,9 @@ impl GpuContext {
         let twiddles = init("twiddles", bytemuck::cast_slice(&features::twiddles()));
         let mel = init("mel", bytemuck::cast_slice(&features::mel_filters()));
         let dft = init("dft", bytemuck::cast_slice(&features::dft_table()));
-        let max_binding =
-            u64::from(limits.max_storage_buffer_binding_size).min(limits.max_buffer_size);
+        let max_binding = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
         Ok(Self {
             adapter_info,
             visual: ctx_kernels.0,
@@ -467,7 +478,11 @@ impl GpuContext {
         height: u32,
     ) -> Result<(Vec<f32>, Duration), GpuError> {
         let len = (width * height * 3) as usize;
-        if len == 0 || frames.len() % len != 0 || frames.len() < 2 * len || len % 4 != 0 {
+        if len == 0
+            || !frames.len().is_multiple_of(len)
+            || frames.len() < 2 * len
+            || !len.is_multiple_of(4)
+        {
             return Err(GpuError::TooLarge(format!(
                 "frame buffer of {} bytes is not n+1 frames of {width}x{height}",
                 frames.len()
@@ -572,7 +587,7 @@ impl GpuContext {
         Ok((r.remove(0), start.elapsed()))
     }
 
-    /// Standardise, response kernel and readout: returns (z, r, y) with y `seconds x 7`.
+    /// Standardise, response kernel and readout.
     ///
     /// # Errors
     /// A kernel failure.
@@ -582,7 +597,7 @@ impl GpuContext {
         model: &Model,
         has_video: bool,
         has_audio: bool,
-    ) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>, Duration), GpuError> {
+    ) -> Result<Response, GpuError> {
         let start = Instant::now();
         let f = model.features.len();
         let seconds = raw.len() / f;
@@ -631,9 +646,14 @@ impl GpuContext {
                 (&y, seconds * NETWORK_COUNT),
             ],
         )?;
-        let yv = out.remove(2);
-        let rv = out.remove(1);
-        let zv = out.remove(0);
-        Ok((zv, rv, yv, start.elapsed()))
+        let y = out.remove(2);
+        let r = out.remove(1);
+        let z = out.remove(0);
+        Ok(Response {
+            z,
+            r,
+            y,
+            time: start.elapsed(),
+        })
     }
 }

@@ -216,8 +216,8 @@ impl Model {
             || !(1..=30).contains(&s.fps)
             || s.width == 0
             || s.height == 0
-            || s.width % gx != 0
-            || s.height % gy != 0
+            || !s.width.is_multiple_of(gx)
+            || !s.height.is_multiple_of(gy)
             || s.width > 640
             || s.height > 360
             || !s.onset_threshold.is_finite()

@@ -331,7 +331,7 @@ pub fn default_sampling() -> Sampling {
         sample_rate: features::SAMPLE_RATE,
         hop: features::HOP as u32,
         window: features::WINDOW as u32,
-        onset_threshold: 0.12,
+        onset_threshold: 0.5,
     }
 }
 

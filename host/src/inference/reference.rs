@@ -6,7 +6,7 @@
 //! kernel's FFT algorithm.
 
 use super::features::{
-    BINS, FRAME_FEATURES, GRID, HOP, HOP_FEATURES, HOPS_PER_SECOND, MEL_BANDS, WINDOW,
+    BINS, FRAME_FEATURES, GRID, HOP, HOP_FEATURES, HOPS_PER_SECOND, MEL_BANDS, PRE, WINDOW,
 };
 
 const SPEECH: std::ops::RangeInclusive<usize> = 10..=108;
@@ -190,7 +190,7 @@ pub fn power_spectrum(samples: &[f32], start: usize, window: &[f32]) -> Vec<f64>
         .collect()
 }
 
-/// Mirrors `audio.wgsl`: `samples` starts at the lead hop; returns (power of every local hop,
+/// Mirrors `audio.wgsl`: `samples` starts `PRE` samples before the lead hop; returns (power of every local hop,
 /// features of hops 1..n_hops).
 #[must_use]
 pub fn audio(
@@ -207,7 +207,7 @@ pub fn audio(
     for j in 1..n_hops {
         let prev = if j == 1 && lead_is_self { j } else { j - 1 };
         let (p, pp) = (&spectra[j], &spectra[prev]);
-        let hop: Vec<f64> = (j * HOP..(j + 1) * HOP)
+        let hop: Vec<f64> = (j * HOP + PRE..(j + 1) * HOP + PRE)
             .filter_map(|i| samples.get(i).map(|v| f64::from(*v)))
             .collect();
         let rms = if hop.is_empty() {
@@ -221,9 +221,6 @@ pub fn audio(
         let speech: f64 = p[SPEECH].iter().sum();
         let bass: f64 = p[1..=BASS_HI].iter().sum();
         let log_sum: f64 = p[1..].iter().map(|v| (v + 1e-8).ln()).sum();
-        let flux: f64 = (1..BINS)
-            .map(|k| ((1.0 + p[k].sqrt()).ln() - (1.0 + pp[k].sqrt()).ln()).max(0.0))
-            .sum();
         let mut row = [0f64; HOP_FEATURES];
         row[0] = level;
         if total >= SILENT_POWER {
@@ -232,12 +229,19 @@ pub fn audio(
             row[4] = (log_sum / 256.0).exp() / (total / 256.0 + 1e-8);
             row[5] = bass / total;
         }
-        row[2] = flux / 256.0;
         row[6] = speech.sqrt() / 256.0;
+        let mut flux = 0.0;
         for m in 0..MEL_BANDS {
-            let e: f64 = (0..BINS).map(|k| f64::from(mel[m * BINS + k]) * p[k]).sum();
-            row[7 + m] = (e + 1e-6).ln();
+            let band = |s: &[f64]| {
+                (0..BINS)
+                    .map(|k| f64::from(mel[m * BINS + k]) * s[k])
+                    .sum::<f64>()
+            };
+            let le = (band(p) + 1e-6).ln();
+            row[7 + m] = le;
+            flux += (le - (band(pp) + 1e-6).ln()).max(0.0);
         }
+        row[2] = flux / MEL_BANDS as f64;
         feats.extend(row.iter().map(|v| *v as f32));
     }
     (spectra.iter().flatten().map(|v| *v as f32).collect(), feats)

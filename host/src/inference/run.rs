@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::features::{FRAME_FEATURES, HOP, HOP_FEATURES, WINDOW};
+use super::features::{FRAME_FEATURES, HOP, HOP_FEATURES, LEAD, WINDOW};
 use super::gpu::{GpuContext, GpuError, StageTimes};
 use super::model::{Model, NETWORK_COUNT};
 use crate::media::decode::{AudioSamples, DecodeError, DecodeSpec, VideoFrames};
@@ -173,9 +173,8 @@ impl Qualia {
         let threshold = model.manifest.sampling.onset_threshold;
         let (features, y, pool_t, resp_t) = tokio::task::spawn_blocking(move || {
             let (raw, pool_t) = gpu.pool(&fv, &hv, seconds, spec.fps, threshold)?;
-            let (_, _, y, resp_t) =
-                gpu.response(&raw, &model, modalities.video, modalities.audio)?;
-            Ok::<_, GpuError>((raw, y, pool_t, resp_t))
+            let resp = gpu.response(&raw, &model, modalities.video, modalities.audio)?;
+            Ok::<_, GpuError>((raw, resp.y, pool_t, resp.time))
         })
         .await
         .map_err(|e| QualiaError::Task(e.to_string()))??;
@@ -220,8 +219,7 @@ impl Qualia {
             times: StageTimes::default(),
             extra: (),
         };
-        let mut pending: Option<tokio::task::JoinHandle<Result<(Vec<f32>, Duration), GpuError>>> =
-            None;
+        let mut pending: Option<tokio::task::JoinHandle<VisualBatch>> = None;
         loop {
             let mut data = vec![0u8; (batch + 1) * len];
             let mut k = 0;
@@ -286,8 +284,9 @@ impl Qualia {
         let batch_hops = BATCH_SECONDS * rate / HOP;
         let need = batch_hops * HOP + WINDOW;
         let limit = max_seconds * rate;
-        // Buffer starts at the lead hop; for the first batch that is a hop of zeros before the clip.
-        let mut buf: Vec<f32> = vec![0.0; HOP];
+        // The buffer starts PRE samples before the lead hop; for the first batch all of that is
+        // zeros before the clip.
+        let mut buf: Vec<f32> = vec![0.0; LEAD];
         let mut block = vec![0f32; 8192];
         let mut total = 0usize;
         let mut eof = false;
@@ -355,11 +354,12 @@ impl Qualia {
     }
 }
 
+type VisualBatch = Result<(Vec<f32>, Duration), GpuError>;
 type AudioBatch = Result<(Vec<f32>, Duration, Duration), GpuError>;
 
 async fn collect_visual(
     out: &mut Stream<()>,
-    h: tokio::task::JoinHandle<Result<(Vec<f32>, Duration), GpuError>>,
+    h: tokio::task::JoinHandle<VisualBatch>,
 ) -> Result<(), QualiaError> {
     let (v, t) = h.await.map_err(|e| QualiaError::Task(e.to_string()))??;
     out.values.extend(v);
