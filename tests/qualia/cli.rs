@@ -217,3 +217,19 @@ async fn the_shipped_statistics_are_those_of_the_reference_corpus() {
         );
     }
 }
+
+#[test]
+fn no_adapter_is_a_clear_error_naming_the_package() {
+    // DX12 does not exist on Linux: with the backend forced to it, no adapter can be found.
+    let out = Command::new(env!("CARGO_BIN_EXE_brainscan"))
+        .args(["scan", real_media().join("jfk.wav").to_str().expect("utf8")])
+        .env("WGPU_BACKEND", "dx12")
+        .output()
+        .expect("brainscan runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no GPU adapter found") && err.contains("mesa-vulkan-drivers"),
+        "{err}"
+    );
+}
