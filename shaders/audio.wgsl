@@ -39,7 +39,7 @@ const MEL_FLOOR: f32 = 1e-6;
 @group(0) @binding(2) var<storage, read> window: array<f32>;     // 512 Hann weights
 @group(0) @binding(3) var<storage, read> twiddles: array<vec2<f32>>; // 256 x (cos, -sin)
 @group(0) @binding(4) var<storage, read> mel: array<f32>;        // 8 x 257 triangular filters
-@group(0) @binding(5) var<storage, read_write> power: array<f32>; // n_hops x 257
+@group(0) @binding(5) var<storage, read_write> power: array<f32>; // 257 x n_hops (bin-major)
 @group(0) @binding(6) var<storage, read_write> out: array<f32>;   // (n_hops - 1) x 15
 
 var<workgroup> re: array<f32, 512>;
@@ -78,10 +78,11 @@ fn spectrum(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
         im[i] = ai + ti;
         workgroupBarrier();
     }
-    let base = hop * BINS;
-    power[base + lid] = re[lid] * re[lid] + im[lid] * im[lid];
+    // Bin-major (power[k * n_hops + hop]): neighbouring invocations of `hop_features` read
+    // neighbouring addresses, which CPU adapters turn into vector loads instead of gathers.
+    power[lid * p.n_hops + hop] = re[lid] * re[lid] + im[lid] * im[lid];
     if (lid == 0u) {
-        power[base + 256u] = re[256] * re[256] + im[256] * im[256];
+        power[256u * p.n_hops + hop] = re[256] * re[256] + im[256] * im[256];
     }
 }
 
@@ -95,8 +96,6 @@ fn hop_features(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (j == 1u && p.lead_is_self != 0u) {
         prev = j;
     }
-    let row = j * BINS;
-    let prow = prev * BINS;
 
     // Level over the hop's own 160 samples (what exists of them).
     let start = j * HOP + PRE;
@@ -121,7 +120,7 @@ fn hop_features(@builtin(global_invocation_id) gid: vec3<u32>) {
     var bass = 0.0;
     var log_sum = 0.0;
     for (var k = 1u; k < BINS; k = k + 1u) {
-        let pk = power[row + k];
+        let pk = power[k * p.n_hops + j];
         total = total + pk;
         weighted = weighted + f32(k) * 31.25 * pk;
         if (k >= SPEECH_LO && k <= SPEECH_HI) {
@@ -153,8 +152,8 @@ fn hop_features(@builtin(global_invocation_id) gid: vec3<u32>) {
         var e = 0.0;
         var ep = 0.0;
         for (var k = 0u; k < BINS; k = k + 1u) {
-            e = e + mel[m * BINS + k] * power[row + k];
-            ep = ep + mel[m * BINS + k] * power[prow + k];
+            e = e + mel[m * BINS + k] * power[k * p.n_hops + j];
+            ep = ep + mel[m * BINS + k] * power[k * p.n_hops + prev];
         }
         let le = log(e + MEL_FLOOR);
         out[o + 7u + m] = le;

@@ -99,7 +99,7 @@ async fn visual_kernel_matches_reference_on_real_frames() {
 
 fn check_audio(what: &str, samples: &[f32], hops: usize, lead_is_self: bool) {
     let (power, feats, _, _) = gpu()
-        .audio(samples, hops, lead_is_self)
+        .audio(samples, hops, lead_is_self, true)
         .expect("audio kernels");
     let (rp, rf) = reference::audio(
         samples,

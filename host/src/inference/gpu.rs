@@ -501,8 +501,9 @@ impl GpuContext {
         Ok((r.remove(0), start.elapsed()))
     }
 
-    /// Spectra and per-hop features. `samples` starts at the lead hop (see `audio.wgsl`);
-    /// returns (`n_hops x 257` power, `(n_hops - 1) x 15` features, fft time, features time).
+    /// Spectra and per-hop features. `samples` starts `PRE` samples before the lead hop (see
+    /// `audio.wgsl`); returns (`n_hops x 257` power — empty unless `want_power`, the scan path
+    /// does not read it — `(n_hops - 1) x 15` features, fft time, features time).
     ///
     /// # Errors
     /// Bad sizes or a kernel failure.
@@ -511,6 +512,7 @@ impl GpuContext {
         samples: &[f32],
         n_hops: usize,
         lead_is_self: bool,
+        want_power: bool,
     ) -> Result<(Vec<f32>, Vec<f32>, Duration, Duration), GpuError> {
         if n_hops < 2 {
             return Err(GpuError::TooLarge(
@@ -538,10 +540,22 @@ impl GpuContext {
         ];
         let bg_s = self.bind(&self.spectrum, &bufs);
         let bg_f = self.bind(&self.hop_features, &bufs);
-        let mut p = self.run(
-            &[(&self.spectrum, &bg_s, n_hops as u32)],
-            &[(&power, n_hops * BINS)],
-        )?;
+        let reads: &[(&wgpu::Buffer, usize)] = if want_power {
+            &[(&power, n_hops * BINS)]
+        } else {
+            &[]
+        };
+        let p = self.run(&[(&self.spectrum, &bg_s, n_hops as u32)], reads)?;
+        // Back to hop-major for callers.
+        let mut power_rows = Vec::new();
+        if let Some(bin_major) = p.first() {
+            power_rows = vec![0f32; n_hops * BINS];
+            for (k, row) in bin_major.chunks_exact(n_hops).enumerate() {
+                for (j, v) in row.iter().enumerate() {
+                    power_rows[j * BINS + k] = *v;
+                }
+            }
+        }
         let fft = start.elapsed();
         let start = Instant::now();
         let groups = (n_hops - 1).div_ceil(64) as u32;
@@ -549,7 +563,7 @@ impl GpuContext {
             &[(&self.hop_features, &bg_f, groups)],
             &[(&out, (n_hops - 1) * HOP_FEATURES)],
         )?;
-        Ok((p.remove(0), f.remove(0), fft, start.elapsed()))
+        Ok((power_rows, f.remove(0), fft, start.elapsed()))
     }
 
     /// Per-second pooling: returns `seconds x 27` raw features.

@@ -327,7 +327,7 @@ impl Qualia {
             }
             let gpu = self.gpu.clone();
             pending = Some(tokio::task::spawn_blocking(move || {
-                gpu.audio(&data, hops + 1, lead_is_self)
+                gpu.audio(&data, hops + 1, lead_is_self, false)
                     .map(|(_, f, a, b)| (f, a, b))
             }));
             buf.drain(..hops * HOP);
