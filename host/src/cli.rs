@@ -26,9 +26,9 @@ pub enum Command {
     },
     /// Run qualia on a file or URL locally (no server, no database) and print the per-second
     /// network responses.
-    Scan(crate::local::ScanArgs),
+    Scan(crate::local::ClipArgs),
     /// Print the per-second feature matrix of a clip (CSV), for fitting and debugging.
-    Features(crate::local::FeaturesArgs),
+    Features(crate::local::ClipArgs),
     /// Build, fit and inspect qualia models.
     Model {
         #[command(subcommand)]

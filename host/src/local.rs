@@ -43,24 +43,12 @@ impl ModelArgs {
     }
 }
 
+/// The clip a local command reads, and how.
 #[derive(Debug, Args)]
-pub struct ScanArgs {
+pub struct ClipArgs {
     /// A media file, or an http(s) URL to download (with the service's fetch guards).
     pub input: String,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub model: ModelArgs,
-    #[command(flatten)]
-    pub fetch: FetchConfig,
-}
-
-#[derive(Debug, Args)]
-pub struct FeaturesArgs {
-    /// A media file or URL.
-    pub input: String,
-    /// Print JSON instead of CSV.
+    /// Print JSON instead of a table (scan) or CSV (features).
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -201,7 +189,7 @@ async fn analyse(q: &Qualia, path: &Path, quiet: bool) -> anyhow::Result<QualiaO
 ///
 /// # Errors
 /// Input, model, GPU and decoding errors, with context.
-pub async fn scan(args: ScanArgs) -> anyhow::Result<()> {
+pub async fn scan(args: ClipArgs) -> anyhow::Result<()> {
     let input = resolve(&args.input, &args.fetch).await?;
     let q = qualia(&args.model)?;
     let out = analyse(&q, &input.path, args.json).await?;
@@ -280,7 +268,7 @@ fn stage_ms(out: &QualiaOutput) -> serde_json::Value {
 ///
 /// # Errors
 /// As [`scan`].
-pub async fn features(args: FeaturesArgs) -> anyhow::Result<()> {
+pub async fn features(args: ClipArgs) -> anyhow::Result<()> {
     let input = resolve(&args.input, &args.fetch).await?;
     let q = qualia(&args.model)?;
     let out = analyse(&q, &input.path, true).await?;
@@ -454,37 +442,18 @@ async fn isolated_kernels(
     runs: usize,
 ) -> anyhow::Result<serde_json::Value> {
     use crate::inference::features::{HOP, LEAD};
-    use crate::media::decode::{AudioSamples, VideoFrames};
+    use crate::inference::run::{decode_frames, decode_samples};
     let spec = q.decode_spec();
-    let mut frames = Vec::new();
-    if info.has_video {
-        let mut v = VideoFrames::open(path, spec)?;
-        let len = v.frame_len();
-        let mut buf = vec![0u8; len];
-        let mut first = true;
-        for _ in 0..10 * spec.fps {
-            if !v.next_frame(&mut buf).await? {
-                break;
-            }
-            if first {
-                frames.extend_from_slice(&buf);
-                first = false;
-            }
-            frames.extend_from_slice(&buf);
-        }
-    }
-    let mut samples = vec![0f32; LEAD];
-    if info.has_audio {
-        let mut a = AudioSamples::open(path, spec)?;
-        let mut block = vec![0f32; 8192];
-        while samples.len() < LEAD + 10 * spec.sample_rate as usize {
-            let n = a.next_block(&mut block).await?;
-            if n == 0 {
-                break;
-            }
-            samples.extend_from_slice(&block[..n]);
-        }
-    }
+    let frames = if info.has_video {
+        decode_frames(path, spec, 10 * spec.fps as usize).await?
+    } else {
+        Vec::new()
+    };
+    let samples = if info.has_audio {
+        decode_samples(path, spec, 10 * spec.sample_rate as usize).await?
+    } else {
+        vec![0f32; LEAD]
+    };
     let gpu = q.gpu.clone();
     let model = q.model.clone();
     tokio::task::spawn_blocking(move || -> anyhow::Result<serde_json::Value> {

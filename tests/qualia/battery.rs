@@ -46,6 +46,54 @@ fn clip(dir: &Path, name: &str, video: &str, audio: &str) -> std::path::PathBuf 
     dir.join(name)
 }
 
+/// Scene `a` and scene `b` (lavfi graphs) alternating every `period` seconds — a hard cut at
+/// each switch — over the lavfi `audio` graph.
+fn alternating(
+    dir: &Path,
+    name: &str,
+    a: &str,
+    b: &str,
+    period: &str,
+    audio: &str,
+) -> std::path::PathBuf {
+    let overlay = format!("[0][1]overlay=enable='mod(floor(t/{period}),2)'[v]");
+    ffmpeg(
+        dir,
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            a,
+            "-f",
+            "lavfi",
+            "-i",
+            b,
+            "-f",
+            "lavfi",
+            "-i",
+            audio,
+            "-filter_complex",
+            &overlay,
+            "-map",
+            "[v]",
+            "-map",
+            "2:a",
+            "-t",
+            SECONDS,
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            name,
+        ],
+    );
+    dir.join(name)
+}
+
 fn contrast(
     what: &str,
     a: &QualiaOutput,
@@ -127,40 +175,13 @@ async fn hard_cuts_raise_ventral_attention_at_the_cuts() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     // Two scenes alternating every 2 s (cuts at 2, 4, 6, 8, 10) vs the first scene throughout.
-    let cuts = dir.path().join("cuts.mp4");
-    ffmpeg(
+    let cuts = alternating(
         d,
-        &[
-            "-f",
-            "lavfi",
-            "-i",
-            &format!("testsrc2={SIZE}"),
-            "-f",
-            "lavfi",
-            "-i",
-            &format!("smptehdbars={SIZE}"),
-            "-f",
-            "lavfi",
-            "-i",
-            SILENCE,
-            "-filter_complex",
-            "[0][1]overlay=enable='mod(floor(t/2),2)'[v]",
-            "-map",
-            "[v]",
-            "-map",
-            "2:a",
-            "-t",
-            SECONDS,
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            "-c:a",
-            "aac",
-            "cuts.mp4",
-        ],
+        "cuts.mp4",
+        &format!("testsrc2={SIZE}"),
+        &format!("smptehdbars={SIZE}"),
+        "2",
+        SILENCE,
     );
     let one_shot = clip(d, "one_shot.mp4", &format!("testsrc2={SIZE}"), SILENCE);
     let (a, b) = (analyse(&cuts).await, analyse(&one_shot).await);
@@ -216,40 +237,13 @@ async fn a_static_quiet_scene_raises_default_mode_over_a_busy_one() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     let still = clip(d, "still.mp4", FROZEN_SCENE, SILENCE);
-    let busy = dir.path().join("busy.mp4");
-    ffmpeg(
+    let busy = alternating(
         d,
-        &[
-            "-f",
-            "lavfi",
-            "-i",
-            &format!("testsrc2={SIZE}"),
-            "-f",
-            "lavfi",
-            "-i",
-            "mandelbrot=s=320x180:r=25",
-            "-f",
-            "lavfi",
-            "-i",
-            "aevalsrc='0.5*sin(2*PI*(200+100*floor(t*4))*t)*(0.5+0.5*sin(2*PI*3*t))+0.2*(random(0)*2-1)':s=48000",
-            "-filter_complex",
-            "[0][1]overlay=enable='mod(floor(t/1.5),2)'[v]",
-            "-map",
-            "[v]",
-            "-map",
-            "2:a",
-            "-t",
-            SECONDS,
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            "-c:a",
-            "aac",
-            "busy.mp4",
-        ],
+        "busy.mp4",
+        &format!("testsrc2={SIZE}"),
+        "mandelbrot=s=320x180:r=25",
+        "1.5",
+        "aevalsrc='0.5*sin(2*PI*(200+100*floor(t*4))*t)*(0.5+0.5*sin(2*PI*3*t))+0.2*(random(0)*2-1)':s=48000",
     );
     let (a, b) = (analyse(&still).await, analyse(&busy).await);
     contrast("still vs busy: Default Mode", &a, &b, DEFAULT_MODE, 1..11);

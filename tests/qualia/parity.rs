@@ -5,6 +5,7 @@ use rand::{Rng, SeedableRng};
 
 use brainscan::inference::features::{self, FRAME_FEATURES, HOP, HOP_FEATURES, WINDOW};
 use brainscan::inference::reference;
+use brainscan::inference::run::{decode_frames, decode_samples};
 use brainscan::media::decode::{AudioSamples, DecodeSpec, VideoFrames};
 
 use crate::support::{ffmpeg, gpu, qualia, real_media, speech};
@@ -239,30 +240,14 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
     let path = dir.path().join("cut.mp4");
     let out = crate::support::analyse(&path).await;
     let spec = DecodeSpec::default();
-    let mut v = VideoFrames::open(&path, spec).expect("open video");
-    let len = v.frame_len();
-    let mut frames = vec![0u8; len];
-    let mut buf = vec![0u8; len];
-    let mut first = true;
-    while v.next_frame(&mut buf).await.expect("frame") {
-        if first {
-            frames.copy_from_slice(&buf);
-            first = false;
-        }
-        frames.extend_from_slice(&buf);
-    }
-    v.finish().await.expect("video ends cleanly");
+    let len = (spec.width * spec.height * 3) as usize;
+    let frames = decode_frames(&path, spec, usize::MAX)
+        .await
+        .expect("frames");
     let ff = reference::visual(&frames, spec.width as usize, spec.height as usize);
-    let mut a = AudioSamples::open(&path, spec).expect("open audio");
-    let mut samples = vec![0f32; features::LEAD];
-    let mut block = vec![0f32; 4096];
-    loop {
-        let n = a.next_block(&mut block).await.expect("samples");
-        if n == 0 {
-            break;
-        }
-        samples.extend_from_slice(&block[..n]);
-    }
+    let samples = decode_samples(&path, spec, usize::MAX - features::LEAD)
+        .await
+        .expect("samples");
     let total = samples.len() - features::LEAD;
     let hops = total.div_ceil(HOP);
     let (_, hf) = reference::audio(

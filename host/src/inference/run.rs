@@ -153,23 +153,23 @@ impl Qualia {
         }
         let seconds = (duration.ceil() as usize).clamp(1, max_seconds as usize);
 
-        let mut times = StageTimes::default();
-        let empty = Vec::new();
-        let frame_feats = video.as_ref().map_or(&empty, |v| &v.values);
-        let hop_feats = audio.as_ref().map_or(&empty, |a| &a.values);
-        if let Some(v) = &video {
-            times.add(&v.times);
-        }
-        if let Some(a) = &audio {
-            times.add(&a.times);
-        }
         let modalities = Modalities {
             video: video.is_some(),
             audio: audio.is_some(),
         };
+        let mut times = StageTimes::default();
+        let (mut fv, mut hv) = (Vec::new(), Vec::new());
+        if let Some(v) = video {
+            times.add(&v.times);
+            fv = v.values;
+        }
+        if let Some(a) = audio {
+            times.add(&a.times);
+            hv = a.values;
+        }
+        let (frames, hops) = (fv.len() / FRAME_FEATURES, hv.len() / HOP_FEATURES);
         let gpu = self.gpu.clone();
         let model = self.model.clone();
-        let (fv, hv) = (frame_feats.clone(), hop_feats.clone());
         let threshold = model.manifest.sampling.onset_threshold;
         let (features, y, pool_t, resp_t) = tokio::task::spawn_blocking(move || {
             let (raw, pool_t) = gpu.pool(&fv, &hv, seconds, spec.fps, threshold)?;
@@ -196,8 +196,8 @@ impl Qualia {
             modalities,
             networks,
             features,
-            frames: frame_feats.len() / FRAME_FEATURES,
-            hops: hop_feats.len() / HOP_FEATURES,
+            frames,
+            hops,
             stage_times: times,
         })
     }
@@ -376,6 +376,59 @@ async fn collect_audio(
     out.times.audio_fft += fft;
     out.times.audio_features += feats;
     Ok(())
+}
+
+/// The first `max_frames` frames of a clip in one buffer, laid out as the visual kernel reads
+/// a clip's first batch: the first frame twice (it is its own predecessor), then the rest.
+/// For the CPU reference and the bench; the scan path streams instead.
+///
+/// # Errors
+/// Decoding errors.
+pub async fn decode_frames(
+    path: &Path,
+    spec: DecodeSpec,
+    max_frames: usize,
+) -> Result<Vec<u8>, DecodeError> {
+    let mut v = VideoFrames::open(path, spec)?;
+    let len = v.frame_len();
+    let mut frames = Vec::new();
+    let mut buf = vec![0u8; len];
+    let mut n = 0;
+    while n < max_frames && v.next_frame(&mut buf).await? {
+        if n == 0 {
+            frames.extend_from_slice(&buf);
+        }
+        frames.extend_from_slice(&buf);
+        n += 1;
+    }
+    if n < max_frames {
+        v.finish().await?;
+    }
+    Ok(frames)
+}
+
+/// Up to `max_samples` samples of a clip after [`LEAD`] zeros, as the audio kernels read a
+/// clip's first batch. For the CPU reference and the bench; the scan path streams instead.
+///
+/// # Errors
+/// Decoding errors.
+pub async fn decode_samples(
+    path: &Path,
+    spec: DecodeSpec,
+    max_samples: usize,
+) -> Result<Vec<f32>, DecodeError> {
+    let mut a = AudioSamples::open(path, spec)?;
+    let mut samples = vec![0f32; LEAD];
+    let mut block = vec![0f32; 8192];
+    while samples.len() < LEAD + max_samples {
+        let n = a.next_block(&mut block).await?;
+        if n == 0 {
+            a.finish().await?;
+            break;
+        }
+        samples.extend_from_slice(&block[..n.min(LEAD + max_samples - samples.len())]);
+    }
+    Ok(samples)
 }
 
 /// How long decoding alone takes (both pipes drained, nothing computed): the bench baseline.
