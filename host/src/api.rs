@@ -1,6 +1,7 @@
 //! The HTTP edge: routes, extractors, error bodies and response views. Nothing outside this
 //! module knows about HTTP (except the webhook body, which is the scan view).
 
+pub mod admin;
 pub mod analyze;
 pub mod error;
 pub mod extract;

@@ -11,7 +11,7 @@ use crate::auth::KeyResolver;
 use crate::clock::{Clock, SystemClock};
 use crate::config::ServeConfig;
 use crate::media::fetch::Fetcher;
-use crate::pipeline::{Analyzer, Unavailable};
+use crate::pipeline::Analyzer;
 use crate::store::Db;
 
 pub struct App {
@@ -21,6 +21,8 @@ pub struct App {
     pub keys: KeyResolver,
     pub fetcher: Fetcher,
     pub analyzer: Arc<dyn Analyzer>,
+    /// The plugin registry, when this process runs plugins (the admin API needs it).
+    pub plugins: Option<Arc<crate::plugins::Registry>>,
     /// Wakes idle in-process workers when a job is queued (polling is the fallback).
     pub wake: Notify,
     /// False until start-up checks pass, and again while shutting down.
@@ -39,6 +41,15 @@ impl App {
         clock: Arc<dyn Clock>,
         analyzer: Arc<dyn Analyzer>,
     ) -> anyhow::Result<Arc<Self>> {
+        let db = Self::open_db(&config).await?;
+        Self::assemble(config, clock, db, analyzer, None)
+    }
+
+    /// Creates the data folder, clears orphaned downloads and opens the database.
+    ///
+    /// # Errors
+    /// When the folder cannot be created or the database cannot be opened.
+    pub async fn open_db(config: &ServeConfig) -> anyhow::Result<Db> {
         std::fs::create_dir_all(&config.store.data_dir)?;
         let tmp = config.store.data_dir.join("tmp");
         std::fs::create_dir_all(&tmp)?;
@@ -46,7 +57,20 @@ impl App {
         for entry in std::fs::read_dir(&tmp)?.flatten() {
             let _ = std::fs::remove_file(entry.path());
         }
-        let db = Db::connect(&config.store.database_url()).await?;
+        Db::connect(&config.store.database_url()).await
+    }
+
+    /// Wires an opened database, the analysis stage and (optionally) the plugin registry.
+    ///
+    /// # Errors
+    /// When the HTTP client for fetching media cannot be built.
+    pub fn assemble(
+        config: ServeConfig,
+        clock: Arc<dyn Clock>,
+        db: Db,
+        analyzer: Arc<dyn Analyzer>,
+        plugins: Option<Arc<crate::plugins::Registry>>,
+    ) -> anyhow::Result<Arc<Self>> {
         let keys = KeyResolver::new(db.clone(), Duration::from_secs(config.http.key_cache_secs));
         let fetcher = Fetcher::new(&config.fetch)?;
         let limiter = std::num::NonZeroU32::new(config.http.rate_limit_per_sec).map(|rate| {
@@ -61,18 +85,43 @@ impl App {
             keys,
             fetcher,
             analyzer,
+            plugins,
             wake: Notify::new(),
             ready: AtomicBool::new(false),
             limiter,
         }))
     }
 
-    /// The production wiring: wall clock, and the analysis stage this build has.
+    /// The production wiring: wall clock, the qualia model on the GPU (or lavapipe), and the
+    /// plugin registry with the embedded defaults.
     ///
     /// # Errors
-    /// As [`App::build`].
+    /// As [`App::build`], plus: no GPU adapter, a model that fails its checks, a default
+    /// plugin that does not load.
     pub async fn production(config: ServeConfig) -> anyhow::Result<Arc<Self>> {
-        Self::build(config, Arc::new(SystemClock), Arc::new(Unavailable)).await
+        let db = Self::open_db(&config).await?;
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let model = match std::env::var_os("BRAINSCAN_MODEL_DIR") {
+            Some(dir) => crate::inference::model::Model::load(std::path::Path::new(&dir))?,
+            None => crate::inference::model::Model::embedded()?,
+        };
+        let gpu = crate::inference::gpu::GpuContext::new()?;
+        tracing::info!(model = %model.id(), adapter = %gpu.adapter_info.name, "qualia ready");
+        let runtime = crate::plugins::PluginRuntime::new(
+            config.plugins.clone(),
+            Some(config.plugins.cache_dir(&config.store.data_dir)),
+        )?;
+        let registry = crate::plugins::Registry::open(runtime, db.clone(), clock.clone())
+            .await
+            .map_err(|e| anyhow::anyhow!("plugin registry: {e}"))?;
+        let analyzer = Arc::new(crate::analysis::Analysis {
+            qualia: Arc::new(crate::inference::run::Qualia {
+                gpu: Arc::new(gpu),
+                model: Arc::new(model),
+            }),
+            plugins: registry.clone(),
+        });
+        Self::assemble(config, clock, db, analyzer, Some(registry))
     }
 
     /// Where downloads are written; removed when their scan's stage ends.

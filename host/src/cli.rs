@@ -36,6 +36,15 @@ pub enum Command {
     },
     /// Measure decode-only vs full scan time, per-stage kernel time and peak memory on a clip.
     Bench(crate::local::BenchArgs),
+    /// Analysis plugins: install, list, activate, roll back, remove, and test locally.
+    Plugin {
+        #[command(flatten)]
+        store: StoreConfig,
+        #[command(flatten)]
+        plugins: crate::config::PluginConfig,
+        #[command(subcommand)]
+        command: crate::plugins::commands::PluginCommand,
+    },
     /// Organisations, API keys and wallets.
     Admin {
         #[command(flatten)]

@@ -170,6 +170,97 @@ pub struct HttpConfig {
     pub log_json: bool,
 }
 
+/// The plugin host: where compiled plugins are cached, the admin token, and the limits every
+/// plugin call runs under. A plugin may ask for more fuel or memory in its self-description; it
+/// gets the smaller of its request and the ceiling here.
+#[derive(Debug, Clone, Args)]
+pub struct PluginConfig {
+    /// Folder for precompiled plugin artifacts (native code keyed by plugin digest and engine
+    /// build). Defaults to `DATA_DIR/plugin-cache`. Safe to delete; it is rebuilt on demand.
+    #[arg(long, env = "BRAINSCAN_PLUGIN_CACHE_DIR")]
+    pub plugin_cache_dir: Option<PathBuf>,
+
+    /// Bearer token for `/admin/v1/…`. Unset: the admin API answers 404 (it is off).
+    #[arg(long, env = "BRAINSCAN_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+
+    /// Fuel every call gets before the per-second share (fuel counts wasm instructions).
+    #[arg(long, env = "BRAINSCAN_PLUGIN_FUEL_BASE", default_value_t = 20_000_000)]
+    pub plugin_fuel_base: u64,
+
+    /// Fuel per second of clip when the plugin asks for nothing.
+    #[arg(
+        long,
+        env = "BRAINSCAN_PLUGIN_FUEL_PER_SECOND",
+        default_value_t = 2_000_000
+    )]
+    pub plugin_fuel_per_second: u64,
+
+    /// The most fuel per second of clip a plugin may ask for.
+    #[arg(
+        long,
+        env = "BRAINSCAN_PLUGIN_FUEL_PER_SECOND_MAX",
+        default_value_t = 20_000_000
+    )]
+    pub plugin_fuel_per_second_max: u64,
+
+    /// Linear memory a plugin gets when it asks for nothing, bytes.
+    #[arg(long, env = "BRAINSCAN_PLUGIN_MEMORY_BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub plugin_memory_bytes: u64,
+
+    /// The most linear memory a plugin may ask for, bytes.
+    #[arg(long, env = "BRAINSCAN_PLUGIN_MEMORY_MAX_BYTES", default_value_t = 128 * 1024 * 1024)]
+    pub plugin_memory_max_bytes: u64,
+
+    /// Wall-clock deadline of one plugin call, milliseconds (epoch interruption, with an
+    /// outer timeout as a backstop).
+    #[arg(long, env = "BRAINSCAN_PLUGIN_TIMEOUT_MS", default_value_t = 2_000)]
+    pub plugin_timeout_ms: u64,
+
+    /// Largest output one call may return (strings plus 8 bytes per number), bytes.
+    #[arg(long, env = "BRAINSCAN_PLUGIN_OUTPUT_MAX_BYTES", default_value_t = 4 * 1024 * 1024)]
+    pub plugin_output_max_bytes: u64,
+
+    /// Plugin calls that may run at once (each holds one pooled instance).
+    #[arg(long, env = "BRAINSCAN_PLUGIN_CONCURRENCY", default_value_t = 16)]
+    pub plugin_concurrency: u32,
+
+    /// Crash-loop breaker: this many failed calls of one slot's version …
+    #[arg(long, env = "BRAINSCAN_PLUGIN_BREAKER_FAILURES", default_value_t = 3)]
+    pub plugin_breaker_failures: u32,
+
+    /// … within this many seconds roll the slot back to its last good version.
+    #[arg(
+        long,
+        env = "BRAINSCAN_PLUGIN_BREAKER_WINDOW_SECS",
+        default_value_t = 60
+    )]
+    pub plugin_breaker_window_secs: u64,
+
+    /// Largest plugin file accepted by `plugin install` and the admin API, bytes.
+    #[arg(long, env = "BRAINSCAN_PLUGIN_MAX_BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub plugin_max_bytes: u64,
+}
+
+impl PluginConfig {
+    pub fn cache_dir(&self, data_dir: &std::path::Path) -> PathBuf {
+        self.plugin_cache_dir
+            .clone()
+            .unwrap_or_else(|| data_dir.join("plugin-cache"))
+    }
+
+    /// Every default, for tools that run plugins outside the service.
+    pub fn defaults() -> Self {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            inner: PluginConfig,
+        }
+        Wrapper::parse_from(["brainscan"]).inner
+    }
+}
+
 /// Everything `brainscan serve` needs.
 #[derive(Debug, Clone, Args)]
 pub struct ServeConfig {
@@ -183,6 +274,8 @@ pub struct ServeConfig {
     pub queue: QueueConfig,
     #[command(flatten)]
     pub webhook: WebhookConfig,
+    #[command(flatten)]
+    pub plugins: PluginConfig,
 }
 
 impl ServeConfig {

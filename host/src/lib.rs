@@ -5,6 +5,7 @@
 //! in [`store`], media handling in [`media`], the job runner in [`queue`].
 
 pub mod admin;
+pub mod analysis;
 pub mod api;
 pub mod app;
 pub mod auth;
@@ -19,6 +20,7 @@ pub mod local;
 pub mod media;
 pub mod metrics;
 pub mod pipeline;
+pub mod plugins;
 pub mod queue;
 pub mod result;
 pub mod scan;

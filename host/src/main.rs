@@ -50,6 +50,15 @@ async fn main() -> anyhow::Result<()> {
             init_tracing(false);
             brainscan::local::bench(args).await
         }
+        Command::Plugin {
+            store,
+            plugins,
+            command,
+        } => {
+            init_tracing(false);
+            std::fs::create_dir_all(&store.data_dir)?;
+            brainscan::plugins::commands::run(store, plugins, command).await
+        }
         Command::Admin { store, command } => {
             std::fs::create_dir_all(&store.data_dir)?;
             let db = brainscan::store::Db::connect(&store.database_url()).await?;

@@ -42,6 +42,9 @@ pub fn start(app: Arc<App>, listener: TcpListener) -> std::io::Result<Running> {
     let tracker = TaskTracker::new();
     crate::queue::spawn_workers(&app, app.config.queue.workers, &cancel, &tracker);
     crate::metrics::handle();
+    if let Some(registry) = app.plugins.clone() {
+        spawn_plugin_refresh(registry, cancel.clone(), &tracker);
+    }
     let router = crate::api::router(app.clone());
     let shutdown = cancel.clone();
     let ready_app = app.clone();
@@ -60,6 +63,31 @@ pub fn start(app: Arc<App>, listener: TcpListener) -> std::io::Result<Running> {
         tracker,
         server,
     })
+}
+
+/// How often a process re-reads the active plugin set. Activations made by another process
+/// (the CLI, another API process) reach this one within this interval; a scan also refreshes
+/// before it snapshots, so a queued scan never runs on a stale set.
+const PLUGIN_REFRESH: Duration = Duration::from_secs(2);
+
+fn spawn_plugin_refresh(
+    registry: Arc<crate::plugins::Registry>,
+    cancel: CancellationToken,
+    tracker: &TaskTracker,
+) {
+    tracker.spawn(async move {
+        let mut tick = tokio::time::interval(PLUGIN_REFRESH);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            if let Err(e) = registry.refresh().await {
+                tracing::warn!("plugin registry refresh failed; keeping the loaded set: {e}");
+            }
+        }
+    });
 }
 
 async fn terminate_signal() {

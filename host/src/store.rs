@@ -6,6 +6,7 @@ pub mod db;
 pub mod jobs;
 pub mod memory;
 pub mod orgs;
+pub mod plugins;
 pub mod scans;
 pub mod wallet;
 pub mod webhooks;

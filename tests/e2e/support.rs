@@ -3,9 +3,10 @@
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -529,4 +530,64 @@ impl TestApp {
         assert_eq!(s, StatusCode::OK);
         w
     }
+}
+
+/// The real binary, for tests of processes.
+pub const BIN: &str = env!("CARGO_BIN_EXE_brainscan");
+
+pub fn admin(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .arg("admin")
+        .args(args)
+        .env("BRAINSCAN_DATA_DIR", dir)
+        .output()
+        .expect("run admin");
+    assert!(
+        out.status.success(),
+        "admin {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf8")
+}
+
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+}
+
+/// `brainscan serve` on a free loopback port with short queue timings; returns once it
+/// prints its address.
+pub fn serve(dir: &Path) -> Server {
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-loopback-fetch",
+            "--workers",
+            "1",
+            "--lease-ms",
+            "1500",
+            "--heartbeat-ms",
+            "300",
+            "--poll-ms",
+            "100",
+            "--probe-timeout-secs",
+            "1",
+            "--shutdown-grace-secs",
+            "0",
+        ])
+        .env("BRAINSCAN_DATA_DIR", dir)
+        .env("BRAINSCAN_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    let base = line.trim().rsplit(' ').next().expect("address").to_owned();
+    assert!(base.starts_with("http://127.0.0.1:"), "{line}");
+    Server { child, base }
 }

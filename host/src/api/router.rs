@@ -9,7 +9,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{
@@ -18,7 +18,7 @@ use tower_http::request_id::{
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::TraceLayer;
 
-use super::{ApiError, analyze, health, intelligence, lenses, openapi, scans, wallet};
+use super::{ApiError, admin, analyze, health, intelligence, lenses, openapi, scans, wallet};
 use crate::app::App;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -83,10 +83,23 @@ pub fn router(app: Arc<App>) -> Router {
         // Contract
         .route("/openapi.json", get(openapi::openapi_json));
 
+    // Operators upload plugin components here; their size cap is the plugin file limit, not
+    // the JSON body limit of the public API.
+    let plugin_max = usize::try_from(app.config.plugins.plugin_max_bytes).unwrap_or(usize::MAX);
+    let admin = Router::new()
+        .route("/plugins", get(admin::list).post(admin::install))
+        .route("/plugins/events", get(admin::events))
+        .route("/plugins/rollback", post(admin::rollback))
+        .route("/plugins/deactivate", post(admin::deactivate))
+        .route("/plugins/{id}", delete(admin::remove))
+        .route("/plugins/{id}/activate", post(admin::activate))
+        .layer(axum::extract::DefaultBodyLimit::max(plugin_max));
+
     let timeout = Duration::from_secs(app.config.http.request_timeout_secs);
     let max_body = app.config.http.max_body_bytes;
     Router::new()
         .nest("/api/v1", api)
+        .nest("/admin/v1", admin)
         // Operations
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))

@@ -24,11 +24,18 @@ pub struct Db {
 
 /// Migrations per dialect, embedded so the binary is self-contained. Released migrations are
 /// never edited: a change is a new numbered file.
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "init",
-    include_str!("../../../migrations/sqlite/0001_init.sql"),
-)];
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "init",
+        include_str!("../../../migrations/sqlite/0001_init.sql"),
+    ),
+    (
+        2,
+        "plugins",
+        include_str!("../../../migrations/sqlite/0002_plugins.sql"),
+    ),
+];
 
 impl Db {
     /// Connects and runs pending migrations.

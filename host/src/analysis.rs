@@ -1,0 +1,274 @@
+//! The production analysis stage: the `qualia` inference core turns media into the seven
+//! network series, then the active plugins turn those into lens scores, moments and the
+//! manipulation block, and this module assembles the stored [`ScanResult`].
+//!
+//! A scan takes one snapshot of the active plugin set before its first plugin call and runs
+//! every call on it, so an activation or rollback during the scan never mixes versions; the
+//! result's `provenance` names the model and each plugin (name, version, digest) that ran.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use crate::inference::run::{Qualia, QualiaOutput};
+use crate::pipeline::{AnalysisInput, Analyzer, StageError};
+use crate::plugins::Registry;
+use crate::plugins::bindings::{ClipData, wit};
+use crate::plugins::registry::ActiveSet;
+use crate::plugins::runtime::{LoadedPlugin, PluginError};
+use crate::result::{self, ScanResult, StoredSecond};
+use crate::scan::MAX_DURATION_SECS;
+
+/// Networks whose every value stays within this many z of 0 read as "no signal".
+const LOW_SIGNAL_Z: f32 = 0.25;
+
+pub struct Analysis {
+    pub qualia: Arc<Qualia>,
+    pub plugins: Arc<Registry>,
+}
+
+fn plugin_stage_error(e: &PluginError) -> StageError {
+    StageError::permanent("plugin_failed", e.to_string())
+}
+
+/// Records a failed call for the crash-loop breaker and turns it into the scan's error.
+async fn failed(plugins: &Registry, e: PluginError) -> StageError {
+    if let Some(change) = plugins.record_failure(&e).await {
+        tracing::warn!(slot = %change.slot, to = change.to.as_deref().unwrap_or("-"), "crash-loop breaker rolled the slot back");
+    }
+    plugin_stage_error(&e)
+}
+
+fn provenance_entry(p: &LoadedPlugin) -> serde_json::Value {
+    serde_json::json!({
+        "name": p.manifest.name,
+        "version": p.manifest.version,
+        "digest": p.manifest.digest,
+        "kind": p.manifest.kind.as_str(),
+        "wit": p.manifest.wit_version,
+    })
+}
+
+/// What the plugins produced for one scan.
+#[derive(Debug, Default)]
+pub struct PluginOutputs {
+    pub series: Vec<wit::LensSeries>,
+    pub detection: Option<wit::Detection>,
+    pub manipulation: Option<wit::Manipulation>,
+    /// The plugins that ran, for provenance.
+    pub ran: Vec<serde_json::Value>,
+}
+
+/// Runs the plugin stage on one snapshot: one call per lens plugin for the lenses it
+/// provides, then moments, then manipulation when that lens was requested.
+///
+/// # Errors
+/// The first plugin failure, as `plugin_failed: plugin NAME@VERSION (kind) …`.
+pub async fn run_plugins(
+    plugins: &Registry,
+    active: &ActiveSet,
+    clip: &ClipData,
+    lenses: &[String],
+) -> Result<PluginOutputs, StageError> {
+    let runtime = plugins.runtime();
+    let mut out = PluginOutputs::default();
+    for plugin in &active.lens {
+        let wanted: Vec<String> = lenses
+            .iter()
+            .filter(|l| plugin.manifest.provides.contains(l))
+            .cloned()
+            .collect();
+        if wanted.is_empty() {
+            continue;
+        }
+        let (series, _) = match runtime.score(plugin, clip, &wanted).await {
+            Ok(v) => v,
+            Err(e) => return Err(failed(plugins, e).await),
+        };
+        out.ran.push(provenance_entry(plugin));
+        out.series.extend(series);
+    }
+    // Keep the request's lens order.
+    out.series.sort_by_key(|s| {
+        lenses
+            .iter()
+            .position(|l| *l == s.lens)
+            .unwrap_or(usize::MAX)
+    });
+    if let Some(plugin) = &active.moments {
+        match runtime.detect(plugin, clip, &out.series).await {
+            Ok((d, _)) => {
+                out.ran.push(provenance_entry(plugin));
+                out.detection = Some(d);
+            }
+            Err(e) => return Err(failed(plugins, e).await),
+        }
+    }
+    if lenses.iter().any(|l| l == "manipulation")
+        && let Some(plugin) = &active.manipulation
+    {
+        match runtime.analyze(plugin, clip).await {
+            Ok((m, _)) => {
+                out.ran.push(provenance_entry(plugin));
+                out.manipulation = Some(m);
+            }
+            Err(e) => return Err(failed(plugins, e).await),
+        }
+    }
+    Ok(out)
+}
+
+/// Flat networks: no second moves any network more than [`LOW_SIGNAL_Z`] from the mean.
+pub fn low_signal(networks: &[[f32; 7]]) -> bool {
+    networks
+        .iter()
+        .all(|row| row.iter().all(|v| v.abs() < LOW_SIGNAL_Z))
+}
+
+/// The mean of the attention series when attention was scored, otherwise the mean of every
+/// scored lens; `None` when nothing was scored.
+pub fn overall_score(series: &[wit::LensSeries]) -> Option<f64> {
+    let mean = |s: &wit::LensSeries| {
+        (!s.seconds.is_empty()).then(|| {
+            s.seconds.iter().map(|x| f64::from(x.score)).sum::<f64>() / s.seconds.len() as f64
+        })
+    };
+    if let Some(a) = series.iter().find(|s| s.lens == "attention") {
+        return mean(a).map(round1);
+    }
+    let means: Vec<f64> = series.iter().filter_map(mean).collect();
+    (!means.is_empty()).then(|| round1(means.iter().sum::<f64>() / means.len() as f64))
+}
+
+fn round1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+/// Builds the stored result from the clip, the plugin outputs and provenance.
+pub fn assemble(
+    clip: &ClipData,
+    outputs: PluginOutputs,
+    provenance: serde_json::Value,
+) -> ScanResult {
+    let lenses: Vec<String> = outputs.series.iter().map(|s| s.lens.clone()).collect();
+    let timeline = clip
+        .networks
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let mut scores = BTreeMap::new();
+            let mut reasons = BTreeMap::new();
+            for s in &outputs.series {
+                // One decimal, as the plugin rounded it: f32 → f64 would otherwise print
+                // 71.80000305175781.
+                scores.insert(s.lens.clone(), round1(f64::from(s.seconds[i].score)));
+                reasons.insert(s.lens.clone(), s.seconds[i].reason.clone());
+            }
+            StoredSecond {
+                second: i as u32,
+                scores,
+                benchmark: BTreeMap::new(),
+                reasons,
+                raw: row.map(f64::from),
+            }
+        })
+        .collect();
+    let overall = overall_score(&outputs.series);
+    let (moments, summary, buy_moments) = match outputs.detection {
+        Some(d) => (
+            d.moments.into_iter().map(result::Moment::from).collect(),
+            d.summary,
+            d.buy_moments
+                .map(|b| b.into_iter().map(result::BuyMoment::from).collect()),
+        ),
+        None => (Vec::new(), String::new(), None),
+    };
+    ScanResult {
+        overall_score: overall,
+        grade: overall.map(|s| result::grade_for(s).to_owned()),
+        duration_sec: clip.duration_sec,
+        lenses,
+        timeline,
+        moments,
+        summary,
+        buy_moments,
+        manipulation: outputs.manipulation.map(result::Manipulation::from),
+        fmri_key: None,
+        low_signal: low_signal(&clip.networks),
+        provenance,
+    }
+}
+
+pub fn clip_of(q: &QualiaOutput) -> ClipData {
+    ClipData {
+        duration_sec: q.duration_sec,
+        networks: q.networks.clone(),
+        video: q.modalities.video,
+        audio: q.modalities.audio,
+        transcript: Vec::new(),
+    }
+}
+
+/// The plugin half of a scan: refreshes the registry, takes one snapshot, runs the plugins
+/// that provide `requested` and assembles the result. `provenance` holds what produced the
+/// networks (model, adapter); the plugins that ran are added to it.
+///
+/// # Errors
+/// `plugin_failed` when no active plugin provides a requested lens or a plugin call fails.
+pub async fn score_clip(
+    plugins: &Registry,
+    clip: &ClipData,
+    requested: &[String],
+    mut provenance: serde_json::Value,
+) -> Result<ScanResult, StageError> {
+    if let Err(e) = plugins.refresh().await {
+        tracing::warn!("plugin registry refresh failed; using the loaded versions: {e}");
+    }
+    let active = plugins.snapshot();
+    let lenses: Vec<String> = requested
+        .iter()
+        .filter(|l| active.lens_plugin(l).is_some())
+        .cloned()
+        .collect();
+    if lenses.is_empty() {
+        return Err(StageError::permanent(
+            "plugin_failed",
+            "no active lens plugin provides the requested lenses",
+        ));
+    }
+    let mut outputs = run_plugins(plugins, &active, clip, &lenses).await?;
+    provenance["plugins"] = serde_json::Value::Array(std::mem::take(&mut outputs.ran));
+    Ok(assemble(clip, outputs, provenance))
+}
+
+impl Analyzer for Analysis {
+    fn lenses(&self) -> Vec<String> {
+        self.plugins.snapshot().lenses()
+    }
+
+    fn analyze<'a>(
+        &'a self,
+        input: AnalysisInput<'a>,
+    ) -> BoxFuture<'a, Result<ScanResult, StageError>> {
+        Box::pin(async move {
+            let q = self
+                .qualia
+                .analyse(input.media, input.probe, MAX_DURATION_SECS as u32, None)
+                .await
+                .map_err(|e| StageError {
+                    code: e.code(),
+                    transient: e.code() == "internal_error",
+                    message: e.to_string(),
+                })?;
+            let provenance = serde_json::json!({"model": q.model, "adapter": q.adapter});
+            score_clip(
+                &self.plugins,
+                &clip_of(&q),
+                &input.request.lenses,
+                provenance,
+            )
+            .await
+        })
+    }
+}

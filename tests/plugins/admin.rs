@@ -1,0 +1,221 @@
+//! `/admin/v1/plugins…`: the operator's HTTP surface, guarded by the admin token.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::kit::{Service, service, wasm};
+
+const TOKEN: &str = "admin-secret-for-tests";
+
+fn admin_url(svc: &Service, path: &str) -> String {
+    format!("{}/admin/v1{}", svc.base, path)
+}
+
+async fn call(req: reqwest::RequestBuilder) -> (StatusCode, Value) {
+    let r = req.send().await.expect("send");
+    let status = r.status();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn lenses(svc: &Service, key: &str) -> Vec<String> {
+    let (s, v) = call(
+        svc.http
+            .get(format!("{}/api/v1/lenses", svc.base))
+            .bearer_auth(key),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    serde_json::from_value(v["lenses"].clone()).expect("lenses")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_configured_token_the_admin_api_does_not_exist() {
+    let svc = service(|_| {}).await;
+    let key = svc.org("acme").await;
+    for auth in [None, Some("anything"), Some(key.as_str())] {
+        let mut req = svc.http.get(admin_url(&svc, "/plugins"));
+        if let Some(a) = auth {
+            req = req.bearer_auth(a);
+        }
+        let (s, v) = call(req).await;
+        assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
+        assert_eq!(v["error"], "not_found");
+    }
+    svc.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_install_activate_roll_back_and_remove_over_http() {
+    let svc = service(|c| c.plugins.admin_token = Some(TOKEN.into())).await;
+    let key = svc.org("acme").await;
+
+    // An organisation's API key is not the admin token.
+    for bad in [key.as_str(), "admin-secret-for-test", ""] {
+        let (s, v) = call(svc.http.get(admin_url(&svc, "/plugins")).bearer_auth(bad)).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{bad:?}: {v}");
+    }
+
+    let (s, v) = call(svc.http.get(admin_url(&svc, "/plugins")).bearer_auth(TOKEN)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["data"][0]["name"], "lens-standard");
+    assert_eq!(v["data"][0]["source"], "builtin");
+    assert_eq!(v["data"][0]["active_in"], "lens:lens-standard");
+
+    // A hostile upload is refused with the check that failed; nothing is stored.
+    let (s, v) = call(
+        svc.http
+            .post(admin_url(&svc, "/plugins"))
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/wasm")
+            .body(wasm("hostile_oom.wasm")),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(v["error"], "conformance_failed");
+    assert!(
+        v["message"]
+            .as_str()
+            .expect("message")
+            .contains("memory limit"),
+        "{v}"
+    );
+    let (s, v) = call(
+        svc.http
+            .post(admin_url(&svc, "/plugins"))
+            .bearer_auth(TOKEN)
+            .body(b"\0asm\x01\0\0\0".to_vec()),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(v["error"], "not_a_component");
+
+    // A custom lens, installed and activated in one call.
+    let custom = wasm("lens_custom.wasm");
+    let (s, v) = call(
+        svc.http
+            .post(admin_url(&svc, "/plugins?activate=true"))
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/wasm")
+            .body(custom.clone()),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v["plugin"]["name"], "lens-custom");
+    assert_eq!(v["plugin"]["version"], "0.1.0");
+    assert_eq!(v["plugin"]["provides"], json!(["calm"]));
+    assert_eq!(v["activated"]["slot"], "lens:lens-custom");
+    let rows = v["conformance"]["rows"].as_array().expect("rows");
+    assert!(rows.iter().all(|r| r["passed"] == true), "{v}");
+    assert!(
+        rows.iter()
+            .any(|r| r["stats"]["fuel_used"].as_u64().unwrap_or(0) > 0)
+    );
+    // The same bytes again: nothing new.
+    let (s, v) = call(
+        svc.http
+            .post(admin_url(&svc, "/plugins"))
+            .bearer_auth(TOKEN)
+            .body(custom),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["new"], false);
+
+    // Clients see the new lens at once, and scans accept it.
+    assert!(lenses(&svc, &key).await.contains(&"calm".to_owned()));
+    let (s, created) = call(
+        svc.http
+            .post(format!("{}/api/v1/scans", svc.base))
+            .bearer_auth(&key)
+            .json(&json!({
+                "input": {"type": "video", "video_url": svc.media.url("/media/clip.mp4")},
+                "lenses": ["calm", "attention", "nonsense"],
+            })),
+    )
+    .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{created}");
+    let id = created["scan_id"].as_str().expect("id").to_owned();
+    let scan = loop {
+        let (_, v) = call(
+            svc.http
+                .get(format!("{}/api/v1/scans/{id}", svc.base))
+                .bearer_auth(&key),
+        )
+        .await;
+        if v["status"] != "queued" && v["status"] != "processing" {
+            break v;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(scan["status"], "complete", "{scan}");
+    assert_eq!(scan["lenses"], json!(["calm", "attention"]));
+    assert!(
+        scan["timeline"][0]["scores"]["calm"].as_f64().is_some(),
+        "{scan}"
+    );
+
+    // No earlier version of lens-custom: a rollback is refused, a deactivation is not.
+    let (s, v) = call(
+        svc.http
+            .post(admin_url(&svc, "/plugins/rollback"))
+            .bearer_auth(TOKEN)
+            .json(&json!({"slot": "lens:lens-custom"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CONFLICT, "{v}");
+    let (s, v) = call(
+        svc.http
+            .delete(admin_url(&svc, "/plugins/lens-custom@0.1.0"))
+            .bearer_auth(TOKEN),
+    )
+    .await;
+    assert_eq!(s, StatusCode::CONFLICT, "active versions stay: {v}");
+    let (s, v) = call(
+        svc.http
+            .post(admin_url(&svc, "/plugins/deactivate"))
+            .bearer_auth(TOKEN)
+            .json(&json!({"slot": "lens-custom"})),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["from"], "lens-custom@0.1.0");
+    assert!(!lenses(&svc, &key).await.contains(&"calm".to_owned()));
+    let (s, _) = call(
+        svc.http
+            .delete(admin_url(&svc, "/plugins/lens-custom@0.1.0"))
+            .bearer_auth(TOKEN),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let (s, v) = call(
+        svc.http
+            .delete(admin_url(&svc, "/plugins/no-version-here"))
+            .bearer_auth(TOKEN),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    let (s, v) = call(
+        svc.http
+            .post(admin_url(&svc, "/plugins/lens-custom@9.9.9/activate"))
+            .bearer_auth(TOKEN),
+    )
+    .await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
+
+    // The event log tells the story, newest first.
+    let (s, v) = call(
+        svc.http
+            .get(admin_url(&svc, "/plugins/events?limit=5"))
+            .bearer_auth(TOKEN),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    let actions: Vec<&str> = v["data"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["action"].as_str().expect("action"))
+        .collect();
+    assert_eq!(actions[..2], ["deactivate", "activate"], "{v}");
+    svc.stop().await;
+}
