@@ -1,8 +1,7 @@
 //! The worker's path for one scan: download → probe → analyse → assemble, as typed stages.
 //!
 //! Analysis (decoding, the `qualia` inference core and the analysis plugins) sits behind the
-//! [`Analyzer`] trait. Until those land, the service is wired to [`Unavailable`], which ends a
-//! scan in `error` with `analysis_unavailable` — the service never invents scores.
+//! [`Analyzer`] trait; production wires [`crate::analysis::Analysis`], tests their own.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -88,32 +87,6 @@ pub trait Analyzer: Send + Sync + 'static {
         &'a self,
         input: AnalysisInput<'a>,
     ) -> BoxFuture<'a, Result<ScanResult, StageError>>;
-}
-
-/// The analyzer of a build without the inference core and plugins: every scan ends in
-/// `error` with `analysis_unavailable`.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Unavailable;
-
-impl Analyzer for Unavailable {
-    fn lenses(&self) -> Vec<String> {
-        crate::scan::BUILTIN_LENSES
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect()
-    }
-
-    fn analyze<'a>(
-        &'a self,
-        _input: AnalysisInput<'a>,
-    ) -> BoxFuture<'a, Result<ScanResult, StageError>> {
-        Box::pin(async {
-            Err(StageError::permanent(
-                "analysis_unavailable",
-                "this build has no analysis stage installed (the qualia inference core and analysis plugins); no scores were produced and nothing was charged",
-            ))
-        })
-    }
 }
 
 async fn enter(app: &App, scan_id: &str, stage: Stage) -> Result<bool, StageError> {

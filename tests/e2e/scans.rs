@@ -257,11 +257,7 @@ async fn completed_scan_shows_fields_by_options() {
 
 #[tokio::test]
 async fn in_flight_and_error_shapes() {
-    let t = TestApp::start_with(
-        |_| {},
-        std::sync::Arc::new(brainscan::pipeline::Unavailable),
-    )
-    .await;
+    let t = TestApp::start_with(|_| {}, std::sync::Arc::new(crate::support::FailingAnalyzer)).await;
     let org = t.org("acme", 10_000).await;
     let (_, body) = t.submit(&org, "clip.mp4", json!({})).await;
     let id = body["scan_id"].as_str().expect("id");
@@ -276,7 +272,7 @@ async fn in_flight_and_error_shapes() {
         failed["error"]
             .as_str()
             .expect("error")
-            .starts_with("analysis_unavailable: "),
+            .starts_with("plugin_failed: plugin lens-broken@1.0.0 (lens) trapped"),
         "{failed}"
     );
     assert!(failed.get("overall_score").is_none());

@@ -351,6 +351,30 @@ impl Analyzer for FixtureAnalyzer {
     }
 }
 
+/// An analysis stage that fails the way a broken plugin does.
+pub struct FailingAnalyzer;
+
+impl Analyzer for FailingAnalyzer {
+    fn lenses(&self) -> Vec<String> {
+        brainscan::scan::BUILTIN_LENSES
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect()
+    }
+
+    fn analyze<'a>(
+        &'a self,
+        _input: AnalysisInput<'a>,
+    ) -> BoxFuture<'a, Result<ScanResult, StageError>> {
+        Box::pin(async {
+            Err(StageError::permanent(
+                "plugin_failed",
+                "plugin lens-broken@1.0.0 (lens) trapped: wasm `unreachable` instruction executed",
+            ))
+        })
+    }
+}
+
 /// An in-process service with its own database, clock and loopback media server.
 pub struct TestApp {
     pub app: Arc<App>,
@@ -553,6 +577,14 @@ pub fn admin(dir: &Path, args: &[&str]) -> String {
 pub struct Server {
     pub child: Child,
     pub base: String,
+}
+
+/// A failed assertion must not leave a server running after the test.
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// `brainscan serve` on a free loopback port with short queue timings; returns once it

@@ -51,7 +51,7 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{:<26} {:<6} {:>14} {:>14} {:>12} {:>10}  detail",
+            "{:<28} {:<6} {:>14} {:>14} {:>12} {:>10}  detail",
             "check", "result", "fuel used", "fuel budget", "peak memory", "time ms"
         );
         for r in &self.rows {
@@ -64,7 +64,7 @@ impl Report {
             });
             let _ = writeln!(
                 s,
-                "{:<26} {:<6} {:>14} {:>14} {:>12} {:>10.2}  {}",
+                "{:<28} {:<6} {:>14} {:>14} {:>12} {:>10.2}  {}",
                 r.check,
                 if r.passed { "pass" } else { "FAIL" },
                 fuel,

@@ -140,8 +140,10 @@ pub struct CallStats {
     pub fuel_budget: u64,
     pub peak_memory_bytes: u64,
     pub output_bytes: u64,
-    pub instantiate_us: u64,
-    pub call_us: u64,
+    /// Instantiating the component in the call's fresh store.
+    pub instantiate_ns: u64,
+    /// The guest call itself, arguments lowered and results lifted included.
+    pub call_ns: u64,
     pub log_lines: usize,
     pub log_dropped: usize,
 }
@@ -700,12 +702,12 @@ impl PluginRuntime {
                 };
                 let t = Instant::now();
                 let inst = p.instantiate(&mut *store)?;
-                stats.instantiate_us = t.elapsed().as_micros() as u64;
+                stats.instantiate_ns = t.elapsed().as_nanos() as u64;
                 let t = Instant::now();
                 let out =
                     inst.brainscan_analysis_lens_plugin()
                         .call_score(&mut *store, &clip, &wanted);
-                stats.call_us = t.elapsed().as_micros() as u64;
+                stats.call_ns = t.elapsed().as_nanos() as u64;
                 out
             })
             .await?;
@@ -745,14 +747,14 @@ impl PluginRuntime {
                 };
                 let t = Instant::now();
                 let inst = p.instantiate(&mut *store)?;
-                stats.instantiate_us = t.elapsed().as_micros() as u64;
+                stats.instantiate_ns = t.elapsed().as_nanos() as u64;
                 let t = Instant::now();
                 let out = inst.brainscan_analysis_moments_plugin().call_detect(
                     &mut *store,
                     &clip,
                     &series,
                 );
-                stats.call_us = t.elapsed().as_micros() as u64;
+                stats.call_ns = t.elapsed().as_nanos() as u64;
                 out
             })
             .await?;
@@ -788,12 +790,12 @@ impl PluginRuntime {
                 };
                 let t = Instant::now();
                 let inst = p.instantiate(&mut *store)?;
-                stats.instantiate_us = t.elapsed().as_micros() as u64;
+                stats.instantiate_ns = t.elapsed().as_nanos() as u64;
                 let t = Instant::now();
                 let out = inst
                     .brainscan_analysis_manipulation_plugin()
                     .call_analyze(&mut *store, &clip);
-                stats.call_us = t.elapsed().as_micros() as u64;
+                stats.call_ns = t.elapsed().as_nanos() as u64;
                 out
             })
             .await?;
