@@ -11,15 +11,7 @@ use alloc::vec::Vec;
 use brainscan_sdk::{Clip, Describe, LensPlugin, LensSecond, LensSeries, PluginError};
 
 /// The plain-language name of each network, as `raw_labeled` names it.
-const PLAIN: [&str; 7] = [
-    "visual processing",
-    "voice and movement",
-    "focused attention",
-    "salience",
-    "emotion",
-    "deliberate thinking",
-    "memory and self-relevance",
-];
+use brainscan_sdk::PLAIN_NETWORKS as PLAIN;
 
 /// One lens: weights per network (positive raise it, negative lower it).
 pub struct LensDef {

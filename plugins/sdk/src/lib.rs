@@ -109,6 +109,18 @@ pub const NETWORKS: [&str; 7] = [
     "Default Mode",
 ];
 
+/// What each network stands for, in plain words, in [`NETWORKS`] order (the spec's
+/// `raw_labeled` names, spelled out for sentences).
+pub const PLAIN_NETWORKS: [&str; 7] = [
+    "visual processing",
+    "voice and movement",
+    "focused attention",
+    "salience",
+    "emotion",
+    "deliberate thinking",
+    "memory and self-relevance",
+];
+
 impl NetworkSecond {
     /// The seven values in [`NETWORKS`] order.
     pub fn values(&self) -> [f32; 7] {
@@ -298,6 +310,70 @@ pub mod stats {
     /// The logistic function 1 / (1 + e^-x).
     pub fn logistic(x: f64) -> f64 {
         1.0 / (1.0 + libm::exp(-x))
+    }
+}
+
+/// Reading the transcript and writing about time, the way every default plugin does.
+pub mod text {
+    use alloc::format;
+    use alloc::string::String;
+
+    use crate::Clip;
+
+    /// The transcript line that covers most of second `second` (the interval
+    /// `[second, second + 1)`), or `None` when no line overlaps it. Lines are taken as given:
+    /// the host sorts them and drops ones with times outside the clip.
+    pub fn line_at(clip: &Clip, second: u32) -> Option<&str> {
+        let (a, b) = (second as f32, second as f32 + 1.0);
+        let mut best: Option<(&str, f32)> = None;
+        for line in &clip.transcript {
+            let overlap = line.end_sec.min(b) - line.start_sec.max(a);
+            let text = line.text.trim();
+            if overlap > 0.0 && !text.is_empty() && best.is_none_or(|(_, o)| overlap > o) {
+                best = Some((text, overlap));
+            }
+        }
+        best.map(|(t, _)| t)
+    }
+
+    /// `m:ss`, the way people write a position in a clip.
+    pub fn clock(second: u32) -> String {
+        format!("{}:{:02}", second / 60, second % 60)
+    }
+
+    /// `s` cut to at most `max` characters on a character boundary, with `…` when cut.
+    pub fn clip_to(s: &str, max: usize) -> String {
+        match s.char_indices().nth(max) {
+            None => String::from(s),
+            Some((i, _)) => format!("{}…", s[..i].trim_end()),
+        }
+    }
+
+    /// 1st, 2nd, 3rd, 4th, … 11th, 12th, 13th, 21st.
+    pub fn ordinal(n: usize) -> String {
+        let suffix = match (n % 10, n % 100) {
+            (_, 11..=13) => "th",
+            (1, _) => "st",
+            (2, _) => "nd",
+            (3, _) => "rd",
+            _ => "th",
+        };
+        format!("{n}{suffix}")
+    }
+}
+
+/// The conversion-risk bands brainscan uses, so the manipulation block and any text that
+/// mentions it agree: `low` below 40, `moderate` from 40, `elevated` from 55, `high` from 70.
+/// 50 is a neutral clip (the mean of the `manipulation` lens over a clip).
+pub fn risk_band(conversion_risk: f64) -> &'static str {
+    if conversion_risk >= 70.0 {
+        "high"
+    } else if conversion_risk >= 55.0 {
+        "elevated"
+    } else if conversion_risk >= 40.0 {
+        "moderate"
+    } else {
+        "low"
     }
 }
 
