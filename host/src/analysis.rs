@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
+use crate::benchmark::BenchmarkTable;
 use crate::inference::run::{Qualia, QualiaOutput};
 use crate::pipeline::{AnalysisInput, Analyzer, StageError};
 use crate::plugins::Registry;
@@ -26,6 +27,8 @@ const LOW_SIGNAL_Z: f32 = 0.25;
 pub struct Analysis {
     pub qualia: Arc<Qualia>,
     pub plugins: Arc<Registry>,
+    /// Corpus quantiles for the model in use; `None` when its folder has no table.
+    pub benchmarks: Option<Arc<BenchmarkTable>>,
 }
 
 fn plugin_stage_error(e: &PluginError) -> StageError {
@@ -58,6 +61,8 @@ pub struct PluginOutputs {
     pub manipulation: Option<wit::Manipulation>,
     /// The plugins that ran, for provenance.
     pub ran: Vec<serde_json::Value>,
+    /// Lens name → `name@version` of the plugin that scored it.
+    pub scored_by: BTreeMap<String, String>,
 }
 
 /// Runs the plugin stage on one snapshot: one call per lens plugin for the lenses it
@@ -87,6 +92,9 @@ pub async fn run_plugins(
             Err(e) => return Err(failed(plugins, e).await),
         };
         out.ran.push(provenance_entry(plugin));
+        for s in &series {
+            out.scored_by.insert(s.lens.clone(), plugin.manifest.id());
+        }
         out.series.extend(series);
     }
     // Keep the request's lens order.
@@ -145,13 +153,37 @@ fn round1(v: f64) -> f64 {
     (v * 10.0).round() / 10.0
 }
 
-/// Builds the stored result from the clip, the plugin outputs and provenance.
+/// Builds the stored result from the clip, the plugin outputs and provenance. Benchmarks come
+/// from `benchmarks` for the lenses scored by the plugin the table was built with.
 pub fn assemble(
     clip: &ClipData,
     outputs: PluginOutputs,
-    provenance: serde_json::Value,
+    mut provenance: serde_json::Value,
+    benchmarks: Option<&BenchmarkTable>,
 ) -> ScanResult {
     let lenses: Vec<String> = outputs.series.iter().map(|s| s.lens.clone()).collect();
+    let table_for = |lens: &str| {
+        benchmarks.filter(|t| {
+            outputs
+                .scored_by
+                .get(lens)
+                .is_some_and(|id| t.applies_to(id))
+        })
+    };
+    let benchmarked: Vec<&str> = lenses
+        .iter()
+        .map(String::as_str)
+        .filter(|l| table_for(l).is_some())
+        .collect();
+    if let (Some(t), false) = (benchmarks, benchmarked.is_empty()) {
+        provenance["benchmark"] = serde_json::json!({
+            "model": t.model,
+            "lens_plugin": t.lens_plugin,
+            "corpus_clips": t.clips.len(),
+            "corpus_seconds": t.seconds,
+            "lenses": benchmarked,
+        });
+    }
     let timeline = clip
         .networks
         .iter()
@@ -159,16 +191,21 @@ pub fn assemble(
         .map(|(i, row)| {
             let mut scores = BTreeMap::new();
             let mut reasons = BTreeMap::new();
+            let mut benchmark = BTreeMap::new();
             for s in &outputs.series {
                 // One decimal, as the plugin rounded it: f32 → f64 would otherwise print
                 // 71.80000305175781.
-                scores.insert(s.lens.clone(), round1(f64::from(s.seconds[i].score)));
+                let score = round1(f64::from(s.seconds[i].score));
+                scores.insert(s.lens.clone(), score);
                 reasons.insert(s.lens.clone(), s.seconds[i].reason.clone());
+                if let Some(entry) = table_for(&s.lens).and_then(|t| t.entry(&s.lens, score)) {
+                    benchmark.insert(s.lens.clone(), entry);
+                }
             }
             StoredSecond {
                 second: i as u32,
                 scores,
-                benchmark: BTreeMap::new(),
+                benchmark,
                 reasons,
                 raw: row.map(f64::from),
             }
@@ -197,6 +234,11 @@ pub fn assemble(
         fmri_key: None,
         low_signal: low_signal(&clip.networks),
         provenance,
+        modalities: result::StoredModalities {
+            video: clip.video,
+            audio: clip.audio,
+        },
+        transcript: clip.transcript.clone(),
     }
 }
 
@@ -221,6 +263,7 @@ pub async fn score_clip(
     clip: &ClipData,
     requested: &[String],
     mut provenance: serde_json::Value,
+    benchmarks: Option<&BenchmarkTable>,
 ) -> Result<ScanResult, StageError> {
     if let Err(e) = plugins.refresh().await {
         tracing::warn!("plugin registry refresh failed; using the loaded versions: {e}");
@@ -239,7 +282,32 @@ pub async fn score_clip(
     }
     let mut outputs = run_plugins(plugins, &active, clip, &lenses).await?;
     provenance["plugins"] = serde_json::Value::Array(std::mem::take(&mut outputs.ran));
-    Ok(assemble(clip, outputs, provenance))
+    Ok(assemble(clip, outputs, provenance, benchmarks))
+}
+
+/// Re-runs the active manipulation plugin on a stored result's networks (for `POST
+/// /analyze`). Returns the block and the provenance entry of the plugin that produced it.
+///
+/// # Errors
+/// `plugin_failed` when no manipulation plugin is active or the call fails.
+pub async fn rerun_manipulation(
+    plugins: &Registry,
+    stored: &ScanResult,
+) -> Result<(result::Manipulation, serde_json::Value), StageError> {
+    if let Err(e) = plugins.refresh().await {
+        tracing::warn!("plugin registry refresh failed; using the loaded versions: {e}");
+    }
+    let active = plugins.snapshot();
+    let Some(plugin) = &active.manipulation else {
+        return Err(StageError::permanent(
+            "plugin_failed",
+            "no manipulation plugin is active",
+        ));
+    };
+    match plugins.runtime().analyze(plugin, &stored.clip()).await {
+        Ok((m, _)) => Ok((result::Manipulation::from(m), provenance_entry(plugin))),
+        Err(e) => Err(failed(plugins, e).await),
+    }
 }
 
 impl Analyzer for Analysis {
@@ -267,6 +335,7 @@ impl Analyzer for Analysis {
                 &clip_of(&q),
                 &input.request.lenses,
                 provenance,
+                self.benchmarks.as_deref(),
             )
             .await
         })

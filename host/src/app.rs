@@ -101,10 +101,38 @@ impl App {
     pub async fn production(config: ServeConfig) -> anyhow::Result<Arc<Self>> {
         let db = Self::open_db(&config).await?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let model = match std::env::var_os("BRAINSCAN_MODEL_DIR") {
-            Some(dir) => crate::inference::model::Model::load(std::path::Path::new(&dir))?,
-            None => crate::inference::model::Model::embedded()?,
+        let (model, benchmarks) = match std::env::var_os("BRAINSCAN_MODEL_DIR") {
+            Some(dir) => {
+                let dir = std::path::Path::new(&dir);
+                (
+                    crate::inference::model::Model::load(dir)?,
+                    crate::benchmark::BenchmarkTable::load_dir(dir)?,
+                )
+            }
+            None => (
+                crate::inference::model::Model::embedded()?,
+                Some(crate::benchmark::BenchmarkTable::embedded()?),
+            ),
         };
+        // Percentiles against another model's scores would mislead: drop such a table.
+        let benchmarks = benchmarks.filter(|t| {
+            let same = t.model == model.id();
+            if !same {
+                tracing::warn!(
+                    table = %t.model, model = %model.id(),
+                    "benchmark.json was built with another model, so scans carry no benchmarks; rebuild it with `brainscan model corpus`"
+                );
+            }
+            same
+        });
+        match &benchmarks {
+            Some(t) => {
+                tracing::info!(corpus_seconds = t.seconds, lens_plugin = %t.lens_plugin, "benchmarks ready")
+            }
+            None => {
+                tracing::warn!("the model folder has no benchmark.json: scans carry no benchmarks")
+            }
+        }
         let gpu = crate::inference::gpu::GpuContext::new()?;
         tracing::info!(model = %model.id(), adapter = %gpu.adapter_info.name, "qualia ready");
         let runtime = crate::plugins::PluginRuntime::new(
@@ -120,6 +148,7 @@ impl App {
                 model: Arc::new(model),
             }),
             plugins: registry.clone(),
+            benchmarks: benchmarks.map(Arc::new),
         });
         Self::assemble(config, clock, db, analyzer, Some(registry))
     }

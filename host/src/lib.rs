@@ -9,6 +9,7 @@ pub mod analysis;
 pub mod api;
 pub mod app;
 pub mod auth;
+pub mod benchmark;
 pub mod billing;
 pub mod cli;
 pub mod clock;

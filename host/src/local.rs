@@ -87,6 +87,21 @@ pub enum ModelCommand {
         #[arg(long, default_value = "1.0.0")]
         version: String,
     },
+    /// Build the benchmark table (`benchmark.json`): run the model and the built-in lens
+    /// plugin on every media file in DIR and store quantiles of each lens's per-second scores.
+    /// Files that are not media are skipped and listed.
+    Corpus {
+        /// Folder of clips (not recursive).
+        dir: PathBuf,
+        /// Where to write the table, e.g. `models/qualia/v1/benchmark.json`.
+        #[arg(long)]
+        out: PathBuf,
+        /// A sentence about the corpus, stored in the table.
+        #[arg(long, default_value = "")]
+        note: String,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
     /// Show a model: id, checksum, provenance, weights.
     Show {
         #[command(flatten)]
@@ -320,8 +335,14 @@ pub fn write_features_csv(
 ///
 /// # Errors
 /// Bad inputs, fitting failures, I/O.
-pub fn model(cmd: ModelCommand) -> anyhow::Result<()> {
+pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
     match cmd {
+        ModelCommand::Corpus {
+            dir,
+            out,
+            note,
+            model,
+        } => corpus(&dir, &out, note, &model).await,
         ModelCommand::Fit {
             features,
             targets,
@@ -413,6 +434,92 @@ pub fn model(cmd: ModelCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `brainscan model corpus`.
+async fn corpus(dir: &Path, out: &Path, note: String, model: &ModelArgs) -> anyhow::Result<()> {
+    use crate::plugins::{PluginRuntime, defaults::DEFAULTS};
+    let q = qualia(model)?;
+    let runtime = PluginRuntime::new(crate::config::PluginConfig::defaults(), None)?;
+    let (_, bytes) = DEFAULTS
+        .iter()
+        .find(|(f, _)| *f == "lens_standard.wasm")
+        .context("the built-in lens plugin is missing from this build")?;
+    let plugin = Arc::new(runtime.load(bytes, "builtin")?);
+    let lenses = plugin.manifest.provides.clone();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    let mut clips = Vec::new();
+    let mut scores: std::collections::BTreeMap<String, Vec<f64>> =
+        lenses.iter().map(|l| (l.clone(), Vec::new())).collect();
+    for path in &files {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let analysed = match analyse(&q, path, true).await {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("skipped {name}: {e:#}");
+                continue;
+            }
+        };
+        let clip = crate::analysis::clip_of(&analysed);
+        let (series, _) = runtime
+            .score(&plugin, &clip, &lenses)
+            .await
+            .map_err(|e| anyhow::anyhow!("scoring {name}: {e}"))?;
+        for s in series {
+            let v = scores.entry(s.lens).or_default();
+            v.extend(
+                s.seconds
+                    .iter()
+                    .map(|x| (f64::from(x.score) * 10.0).round() / 10.0),
+            );
+        }
+        let bytes = std::fs::read(path)?;
+        println!("{name}: {} s", clip.networks.len());
+        clips.push(crate::benchmark::CorpusClip {
+            file: name,
+            sha256: crate::inference::model::checksum(&bytes),
+            seconds: clip.networks.len(),
+            video: analysed.modalities.video,
+            audio: analysed.modalities.audio,
+        });
+    }
+    if clips.is_empty() {
+        bail!("no clip in {} could be analysed", dir.display());
+    }
+    let table = crate::benchmark::BenchmarkTable::build(
+        q.model.id(),
+        plugin.manifest.id(),
+        plugin.manifest.digest.clone(),
+        clips,
+        scores,
+        note,
+    )?;
+    let mut json = serde_json::to_string_pretty(&table)?;
+    json.push('\n');
+    std::fs::write(out, json).with_context(|| format!("writing {}", out.display()))?;
+    println!(
+        "wrote {} ({} clips, {} s; {} scored by {})",
+        out.display(),
+        table.clips.len(),
+        table.seconds,
+        table.model,
+        table.lens_plugin
+    );
+    for (lens, q) in &table.quantiles {
+        println!(
+            "  {lens:<16} p10 {:>5.1}  p50 {:>5.1}  p90 {:>5.1}",
+            q[10], q[50], q[90]
+        );
+    }
+    Ok(())
 }
 
 fn peak_rss_kib() -> Option<u64> {

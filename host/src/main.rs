@@ -44,7 +44,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Model { command } => {
             init_tracing(false);
-            brainscan::local::model(command)
+            brainscan::local::model(command).await
         }
         Command::Bench(args) => {
             init_tracing(false);

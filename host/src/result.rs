@@ -82,6 +82,46 @@ pub struct ScanResult {
     /// Which model and analysis modules produced the result.
     #[serde(default)]
     pub provenance: serde_json::Value,
+    /// Which streams the clip had; kept so `POST /analyze` can re-run the analysis plugins
+    /// on the stored networks. Not shown by `GET`.
+    #[serde(default = "both_streams")]
+    pub modalities: StoredModalities,
+    /// The transcript the plugins saw (empty when the clip had no speech or no transcript
+    /// was made); kept for re-runs and the intelligence memory. Not shown by `GET`.
+    #[serde(default)]
+    pub transcript: Vec<crate::plugins::bindings::TranscriptLine>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredModalities {
+    pub video: bool,
+    pub audio: bool,
+}
+
+/// Results stored before modalities were recorded came from video scans with sound.
+fn both_streams() -> StoredModalities {
+    StoredModalities {
+        video: true,
+        audio: true,
+    }
+}
+
+impl ScanResult {
+    /// The clip the analysis plugins saw, rebuilt from the stored networks.
+    pub fn clip(&self) -> crate::plugins::bindings::ClipData {
+        crate::plugins::bindings::ClipData {
+            duration_sec: self.duration_sec,
+            #[allow(clippy::cast_possible_truncation)]
+            networks: self
+                .timeline
+                .iter()
+                .map(|s| s.raw.map(|v| v as f32))
+                .collect(),
+            video: self.modalities.video,
+            audio: self.modalities.audio,
+            transcript: self.transcript.clone(),
+        }
+    }
 }
 
 /// One second of the stored timeline; all optional parts are kept.

@@ -1,6 +1,8 @@
 //! End-to-end tests: the real router (or the real binary) on a loopback port, a fresh SQLite
 //! file per test, and a loopback media server. Folders mirror the API.
 
+#![recursion_limit = "512"]
+
 mod support;
 
 mod auth;
@@ -9,5 +11,6 @@ mod intelligence;
 mod openapi;
 mod process;
 mod scans;
+mod shape;
 mod ssrf;
 mod webhooks;

@@ -327,6 +327,11 @@ pub fn fixture_result(duration: f64, lenses: &[String]) -> ScanResult {
         fmri_key: None,
         low_signal: false,
         provenance: json!({"model": "test-fixture"}),
+        modalities: StoredModalities {
+            video: true,
+            audio: true,
+        },
+        transcript: vec![],
     }
 }
 

@@ -67,10 +67,18 @@ async fn every_hostile_plugin_is_refused_at_upload() {
         .expect_err("empty");
     assert_eq!(err.code(), "invalid_wasm", "{err}");
 
-    // Nothing of it was stored: only the built-in default is installed.
+    // Nothing of it was stored: only the built-in defaults are installed.
     let list = k.registry.list().await.expect("list");
-    let ids: Vec<String> = list.iter().map(|l| l.manifest.id()).collect();
-    assert_eq!(ids, vec!["lens-standard@1.0.0".to_owned()]);
+    let mut ids: Vec<String> = list.iter().map(|l| l.manifest.id()).collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            "lens-standard@1.0.0",
+            "manipulation-standard@1.0.0",
+            "moments-standard@1.0.0"
+        ]
+    );
 }
 
 #[tokio::test]
@@ -200,4 +208,63 @@ async fn the_default_lens_plugin_is_deterministic_across_runtimes() {
                 .all(|x| (0.0..=100.0).contains(&x.score) && !x.reason.is_empty())
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_moments_and_manipulation_plugins_are_deterministic_and_consistent() {
+    let a = PluginRuntime::new(PluginConfig::defaults(), None).expect("runtime");
+    let b = PluginRuntime::new(PluginConfig::defaults(), None).expect("runtime");
+    let clip = fixture_clip(180);
+    let lens = Arc::new(a.load(&wasm("lens_standard.wasm"), "t").expect("load"));
+    let lenses = lens.manifest.provides.clone();
+    let (series, _) = a.score(&lens, &clip, &lenses).await.expect("score");
+
+    let ma = Arc::new(a.load(&wasm("moments_standard.wasm"), "t").expect("load"));
+    let mb = Arc::new(b.load(&wasm("moments_standard.wasm"), "t").expect("load"));
+    let (d1, s1) = a.detect(&ma, &clip, &series).await.expect("detect");
+    let (d2, s2) = b.detect(&mb, &clip, &series).await.expect("detect");
+    assert_eq!(d1, d2);
+    assert_eq!(s1.fuel_used, s2.fuel_used);
+    assert!(!d1.moments.is_empty(), "the fixture has sharp events");
+    for m in &d1.moments {
+        let s = series.iter().find(|s| s.lens == m.lens).expect("lens");
+        assert!((m.second as usize) < 180 && m.second >= 1);
+        assert!((m.to - f64::from(s.seconds[m.second as usize].score)).abs() < 0.051);
+        assert!((m.delta - (m.to - m.from)).abs() < 1e-9);
+        assert!(m.z.abs() >= 1.75, "{m:?}");
+        assert!(m.reason.starts_with(&m.brain_reason));
+    }
+    assert!(
+        d1.summary
+            .ends_with("not a measurement of any real audience.")
+    );
+
+    let pa = Arc::new(
+        a.load(&wasm("manipulation_standard.wasm"), "t")
+            .expect("load"),
+    );
+    let pb = Arc::new(
+        b.load(&wasm("manipulation_standard.wasm"), "t")
+            .expect("load"),
+    );
+    let (m1, f1) = a.analyze(&pa, &clip).await.expect("analyze");
+    let (m2, f2) = b.analyze(&pb, &clip).await.expect("analyze");
+    assert_eq!(m1, m2);
+    assert_eq!(f1.fuel_used, f2.fuel_used);
+    // conversion_risk is the mean of the manipulation lens (one decimal each way).
+    let lens_mean = series
+        .iter()
+        .find(|s| s.lens == "manipulation")
+        .map(|s| s.seconds.iter().map(|x| f64::from(x.score)).sum::<f64>() / 180.0)
+        .expect("manipulation lens");
+    assert!(
+        (m1.conversion_risk - lens_mean).abs() < 0.1,
+        "{} vs {lens_mean}",
+        m1.conversion_risk
+    );
+    assert_eq!(m1.timeline.len(), 180);
+    assert!(
+        !m1.tactics.is_empty(),
+        "the fixture transcript has persuasion phrases"
+    );
 }

@@ -82,6 +82,7 @@ impl Analyzer for PluginStage {
                 &fixture_clip(seconds),
                 &input.request.lenses,
                 serde_json::json!({"model": "synthetic-networks"}),
+                None,
             )
             .await
         })

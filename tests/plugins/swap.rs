@@ -59,9 +59,15 @@ async fn swapping_versions_under_load_fails_nothing_and_provenance_tells_the_tru
             let clip = fixture_clip(60);
             let mut versions = Vec::new();
             while !done.load(Ordering::Relaxed) || versions.len() < 20 {
-                let r = score_clip(&registry, &clip, &lenses, json!({"model": "synthetic"}))
-                    .await
-                    .expect("no scan may fail during a swap");
+                let r = score_clip(
+                    &registry,
+                    &clip,
+                    &lenses,
+                    json!({"model": "synthetic"}),
+                    None,
+                )
+                .await
+                .expect("no scan may fail during a swap");
                 versions.push(version_that_ran(&r));
             }
             versions
@@ -179,13 +185,13 @@ async fn a_crash_looping_version_is_rolled_back_by_the_breaker() {
     let calm = vec!["calm".to_owned()];
     let boom = clip_saying(20, "and then: boom");
     // 0.2.0 handles ordinary clips …
-    let ok = score_clip(&k.registry, &fixture_clip(20), &calm, json!({}))
+    let ok = score_clip(&k.registry, &fixture_clip(20), &calm, json!({}), None)
         .await
         .expect("ordinary clip");
     assert_eq!(ok.provenance["plugins"][0]["version"], "0.2.0");
     // … and traps on this one. Three strikes within the window trip the breaker.
     for strike in 1..=3 {
-        let err = score_clip(&k.registry, &boom, &calm, json!({}))
+        let err = score_clip(&k.registry, &boom, &calm, json!({}), None)
             .await
             .expect_err("0.2.0 traps");
         assert_eq!(err.code, "plugin_failed");
@@ -208,7 +214,7 @@ async fn a_crash_looping_version_is_rolled_back_by_the_breaker() {
         trip.reason
     );
     // The next scan of the same clip runs on the last good version.
-    let r = score_clip(&k.registry, &boom, &calm, json!({}))
+    let r = score_clip(&k.registry, &boom, &calm, json!({}), None)
         .await
         .expect("rolled back");
     assert_eq!(r.provenance["plugins"][0]["version"], "0.1.0");
@@ -225,7 +231,7 @@ async fn a_custom_lens_is_offered_once_active_and_conflicts_are_refused() {
     );
     // Requested before it exists: dropped, like any unknown lens.
     let wanted = vec!["attention".to_owned(), "calm".to_owned()];
-    let r = score_clip(&k.registry, &fixture_clip(12), &wanted, json!({}))
+    let r = score_clip(&k.registry, &fixture_clip(12), &wanted, json!({}), None)
         .await
         .expect("scan");
     assert_eq!(r.lenses, vec!["attention".to_owned()]);
@@ -252,7 +258,7 @@ async fn a_custom_lens_is_offered_once_active_and_conflicts_are_refused() {
             "calm"
         ]
     );
-    let r = score_clip(&k.registry, &fixture_clip(12), &wanted, json!({}))
+    let r = score_clip(&k.registry, &fixture_clip(12), &wanted, json!({}), None)
         .await
         .expect("scan");
     assert_eq!(r.lenses, wanted);
@@ -269,7 +275,9 @@ async fn a_custom_lens_is_offered_once_active_and_conflicts_are_refused() {
         .iter()
         .map(|p| p["name"].as_str().expect("name"))
         .collect();
-    assert_eq!(names, ["lens-standard", "lens-custom"]);
+    // Lens plugins first (built-in, then custom), then moments; no manipulation plugin,
+    // since that lens was not asked for.
+    assert_eq!(names, ["lens-standard", "lens-custom", "moments-standard"]);
 
     // A second plugin may not take over a lens another active plugin provides.
     let other = k

@@ -1,9 +1,14 @@
 //! `POST /analyze`: the manipulation block of a completed scan, inline.
 //!
 //! Shape (the spec leaves it open): body `{"scan_id": "…"}`; answer
-//! `{"scan_id": "…", "result": {"manipulation": {…}}}`. It reads what the scan stored and is
-//! never charged. A scan that is not complete answers 409 `scan_not_complete`; one created
-//! without the `manipulation` lens answers 422 `manipulation_not_scored`.
+//! `{"scan_id": "…", "result": {"manipulation": {…}}, "plugin": {name, version, digest, …}}`.
+//! The active manipulation plugin is re-run on the networks the scan stored, so after an
+//! operator swaps that plugin a client can re-read old scans with the new version — whether
+//! or not the scan was created with the `manipulation` lens. The stored scan is not changed,
+//! and the call is never charged. A scan that is not complete answers 409
+//! `scan_not_complete`; a failed plugin call 500 `plugin_failed`. A deployment without a
+//! plugin registry (only some test set-ups) returns the stored block, or 422
+//! `manipulation_not_scored` when there is none.
 
 use std::sync::Arc;
 
@@ -33,6 +38,11 @@ pub struct AnalyzeResult {
 pub struct AnalyzeResponse {
     pub scan_id: String,
     pub result: AnalyzeResult,
+    /// Additive: the plugin that produced the block (name, version, digest, kind, wit);
+    /// absent when the stored block was returned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub plugin: Option<serde_json::Value>,
 }
 
 /// The manipulation block of a completed scan.
@@ -45,6 +55,7 @@ pub struct AnalyzeResponse {
         (status = 404, body = ErrorBody),
         (status = 409, description = "scan_not_complete", body = ErrorBody),
         (status = 422, description = "manipulation_not_scored", body = ErrorBody),
+        (status = 500, description = "plugin_failed", body = ErrorBody),
     ),
     security(("api_key" = []))
 )]
@@ -73,15 +84,27 @@ pub async fn analyze(
         ));
     };
     let result: ScanResult = serde_json::from_str(json).map_err(ApiError::internal)?;
-    let manipulation = result.manipulation.ok_or_else(|| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "manipulation_not_scored",
-            "the scan was created without the manipulation lens",
-        )
-    })?;
+    let (manipulation, plugin) = match &app.plugins {
+        Some(registry) => {
+            let (m, plugin) = crate::analysis::rerun_manipulation(registry, &result)
+                .await
+                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.code, e.message))?;
+            (m, Some(plugin))
+        }
+        None => (
+            result.manipulation.ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "manipulation_not_scored",
+                    "the scan was created without the manipulation lens",
+                )
+            })?,
+            None,
+        ),
+    };
     Ok(Json(AnalyzeResponse {
         scan_id: row.id,
         result: AnalyzeResult { manipulation },
+        plugin,
     }))
 }

@@ -6,11 +6,18 @@
 /// included. Tests and `plugin test` examples read from here; the service never does.
 pub const WASM_DIR: &str = env!("BRAINSCAN_PLUGIN_WASM_DIR");
 
-/// `(file name, bytes)` of each default plugin, in slot order.
-pub const DEFAULTS: &[(&str, &[u8])] = &[(
-    "lens_standard.wasm",
-    include_bytes!(concat!(
-        env!("BRAINSCAN_PLUGIN_WASM_DIR"),
-        "/lens_standard.wasm"
-    )),
-)];
+macro_rules! component {
+    ($file:literal) => {
+        (
+            $file,
+            include_bytes!(concat!(env!("BRAINSCAN_PLUGIN_WASM_DIR"), "/", $file)).as_slice(),
+        )
+    };
+}
+
+/// `(file name, bytes)` of each default plugin: one per slot kind.
+pub const DEFAULTS: &[(&str, &[u8])] = &[
+    component!("lens_standard.wasm"),
+    component!("moments_standard.wasm"),
+    component!("manipulation_standard.wasm"),
+];

@@ -1,0 +1,599 @@
+//! The manipulation block, field by field. Inputs are the seven networks in z units; the
+//! proxies (one per circuit) and every formula are listed in the README. Numbers are
+//! directional, network-proxied readings of a population-average model — never a claim about
+//! one viewer's brain.
+
+use alloc::format;
+use alloc::string::ToString;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use brainscan_sdk::libm::{erf, round};
+use brainscan_sdk::text::{clock, line_at};
+use brainscan_sdk::{
+    Circuit, Clip, ExposureSecond, Manipulation, Mechanism, PeakMoment, Population, Quadrant,
+    Threat, risk_band, stats,
+};
+
+use crate::tactics;
+
+const VENTRAL: usize = 3;
+const LIMBIC: usize = 4;
+const FRONTOPARIETAL: usize = 5;
+const DEFAULT_MODE: usize = 6;
+
+/// ‖(½, ½, −1, −1)‖: exposure divided by this is in z units, exactly the `manipulation`
+/// lens of `lens-standard`, so `conversion_risk` is that lens's clip mean.
+const EXPOSURE_NORM: f64 = 1.581_138_830_084_189_8; // sqrt(2.5)
+
+/// Quadrant axes count as "on" from this score (0-100, 50 neutral).
+pub const QUADRANT_ON: f64 = 55.0;
+
+pub fn phi(z: f64) -> f64 {
+    0.5 * (1.0 + erf(z / core::f64::consts::SQRT_2))
+}
+
+pub fn round_to(v: f64, decimals: i32) -> f64 {
+    let f = brainscan_sdk::libm::pow(10.0, f64::from(decimals));
+    round(v * f) / f
+}
+
+/// 0-100 for a z value, one decimal: the same mapping as the lenses.
+fn score(z: f64) -> f64 {
+    round_to(100.0 * phi(z), 1)
+}
+
+/// One second's guard-down terms.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Terms {
+    pub reward: f64,
+    pub effort: f64,
+    pub alarm: f64,
+}
+
+impl Terms {
+    pub fn of(row: &[f32; 7]) -> Self {
+        Self {
+            reward: (f64::from(row[LIMBIC]) + f64::from(row[DEFAULT_MODE])) / 2.0,
+            effort: f64::from(row[FRONTOPARIETAL]),
+            alarm: f64::from(row[VENTRAL]),
+        }
+    }
+    pub fn exposure(&self) -> f64 {
+        self.reward - self.effort - self.alarm
+    }
+}
+
+/// Mean of column `i` of the networks.
+fn column_mean(rows: &[[f32; 7]], f: impl Fn(&[f32; 7]) -> f64) -> f64 {
+    let xs: Vec<f64> = rows.iter().map(f).collect();
+    stats::mean(&xs)
+}
+
+/// `raised` / `lowered` / `steady` from a 0-100 circuit value.
+pub fn direction(value: f64) -> &'static str {
+    if value >= 55.0 {
+        "raised"
+    } else if value <= 45.0 {
+        "lowered"
+    } else {
+        "steady"
+    }
+}
+
+/// `high` / `elevated` / `typical` / `reduced` / `low` from a 0-100 circuit value.
+pub fn reading(value: f64) -> &'static str {
+    if value >= 70.0 {
+        "high"
+    } else if value >= 55.0 {
+        "elevated"
+    } else if value > 45.0 {
+        "typical"
+    } else if value > 30.0 {
+        "reduced"
+    } else {
+        "low"
+    }
+}
+
+fn circuit(
+    key: &str,
+    label: &str,
+    plain: &str,
+    value: f64,
+    up: &str,
+    down: &str,
+    steady: &str,
+) -> Circuit {
+    let direction = direction(value);
+    Circuit {
+        key: key.into(),
+        label: label.into(),
+        plain: plain.into(),
+        value,
+        direction: direction.into(),
+        reading: reading(value).into(),
+        meaning: match direction {
+            "raised" => up,
+            "lowered" => down,
+            _ => steady,
+        }
+        .into(),
+    }
+}
+
+fn circuits(rows: &[[f32; 7]]) -> Vec<Circuit> {
+    let fp = score(column_mean(rows, |r| f64::from(r[FRONTOPARIETAL])));
+    let reward = score(column_mean(rows, |r| {
+        (f64::from(r[LIMBIC]) + f64::from(r[DEFAULT_MODE])) / core::f64::consts::SQRT_2
+    }));
+    let alarm = score(column_mean(rows, |r| f64::from(r[VENTRAL])));
+    let relevance = score(column_mean(rows, |r| f64::from(r[DEFAULT_MODE])));
+    vec![
+        circuit(
+            "critical_thinking",
+            "Critical thinking",
+            "The deliberate, fact-checking part of the brain (frontoparietal control network, a dlPFC proxy).",
+            fp,
+            "Viewers are weighing the message: scrutiny is up, so claims have to hold up.",
+            "Scrutiny is down: claims pass with less checking than usual.",
+            "Scrutiny sits at its usual level.",
+        ),
+        circuit(
+            "reward",
+            "Reward & approval",
+            "Wanting and liking signals (limbic network with the default mode as a vmPFC value proxy).",
+            reward,
+            "The content feels rewarding: approval and desire are up.",
+            "Little pay-off registers: the content does not feel rewarding.",
+            "Reward signals sit at their usual level.",
+        ),
+        circuit(
+            "alarm",
+            "Gut-instinct alarm",
+            "The salience network that flags something as off, risky or surprising (ventral attention).",
+            alarm,
+            "Something feels off or surprising: the gut alarm is up, which guards against persuasion.",
+            "The gut alarm is quiet: nothing here reads as a red flag.",
+            "The gut alarm sits at its usual level.",
+        ),
+        circuit(
+            "relevance",
+            "Personal relevance",
+            "How much the content is related to oneself (default mode network).",
+            relevance,
+            "Viewers relate it to themselves: the message feels personal.",
+            "The content feels distant from the viewer's own life.",
+            "Personal relevance sits at its usual level.",
+        ),
+    ]
+}
+
+/// Shares of social reward (limbic above baseline), motivational rapport (default mode above
+/// baseline) and coercive authority (alarm above deliberation), summing to exactly 1.
+pub fn mechanisms(rows: &[[f32; 7]]) -> Vec<Mechanism> {
+    let pos = |v: f64| if v > 0.0 { v } else { 0.0 };
+    let sr: f64 = rows.iter().map(|r| pos(f64::from(r[LIMBIC]))).sum();
+    let mr: f64 = rows.iter().map(|r| pos(f64::from(r[DEFAULT_MODE]))).sum();
+    let ca: f64 = rows
+        .iter()
+        .map(|r| pos((f64::from(r[VENTRAL]) - f64::from(r[FRONTOPARIETAL])) / 2.0))
+        .sum();
+    let total = sr + mr + ca;
+    let (a, b) = if total > 1e-9 {
+        (round_to(sr / total, 3), round_to(mr / total, 3))
+    } else {
+        (0.333, 0.333)
+    };
+    // The last share takes the rounding remainder so the three sum to 1 exactly (to 3 dp).
+    let c = round_to(1.0 - a - b, 3);
+    vec![
+        Mechanism {
+            key: "SR".into(),
+            label: "Social Reward".into(),
+            share: a,
+        },
+        Mechanism {
+            key: "MR".into(),
+            label: "Motivational Rapport".into(),
+            share: b,
+        },
+        Mechanism {
+            key: "CA".into(),
+            label: "Coercive Authority".into(),
+            share: c,
+        },
+    ]
+}
+
+pub fn quadrant(rows: &[[f32; 7]]) -> Quadrant {
+    let lowers_guard = score(column_mean(rows, |r| {
+        -(f64::from(r[FRONTOPARIETAL]) + f64::from(r[VENTRAL])) / core::f64::consts::SQRT_2
+    }));
+    let wins_over = score(column_mean(rows, |r| {
+        (f64::from(r[LIMBIC]) + f64::from(r[DEFAULT_MODE])) / core::f64::consts::SQRT_2
+    }));
+    let (key, label, how) = match (lowers_guard >= QUADRANT_ON, wins_over >= QUADRANT_ON) {
+        (false, false) => (
+            "clean",
+            "Clean",
+            "Neither lowers the viewer's guard nor pulls hard on reward: any persuasion has to go through scrutiny.",
+        ),
+        (true, false) => (
+            "coercive",
+            "Coercive",
+            "Lowers the guard without offering much reward: pressure rather than appeal.",
+        ),
+        (false, true) => (
+            "seductive",
+            "Seductive",
+            "Wins viewers over with reward and relevance while their guard stays up.",
+        ),
+        (true, true) => (
+            "total",
+            "Total",
+            "Lowers the guard and wins viewers over at once: the most persuasive, least scrutinised combination.",
+        ),
+    };
+    Quadrant {
+        key: key.into(),
+        label: label.into(),
+        lowers_guard,
+        wins_over,
+        how: how.into(),
+    }
+}
+
+pub fn threat(conversion_risk: f64) -> Threat {
+    let (label, severity, color, note) = match risk_band(conversion_risk) {
+        "high" => (
+            "Guard-down persuasion",
+            "critical",
+            "#C62828",
+            "Reward runs high while scrutiny and alarm stay low for much of the clip: viewers are predicted to be persuaded with little pushback.",
+        ),
+        "elevated" => (
+            "Strong persuasive pull",
+            "high",
+            "#EF6C00",
+            "The clip lowers the guard more than a typical one; expect its claims to meet less scrutiny than usual.",
+        ),
+        "moderate" => (
+            "Ordinary persuasion",
+            "moderate",
+            "#F9A825",
+            "About as persuasive as typical content: reward and scrutiny roughly balance.",
+        ),
+        _ => (
+            "Little persuasive pressure",
+            "nominal",
+            "#2E7D32",
+            "Scrutiny and alarm outweigh reward: viewers are predicted to keep their guard up.",
+        ),
+    };
+    Threat {
+        label: label.into(),
+        severity: severity.into(),
+        color: color.into(),
+        note: note.into(),
+    }
+}
+
+/// The highest-exposure second and the run around it where exposure stays at least halfway
+/// between the clip mean and the peak. `None` when exposure never rises above 0 (the guard is
+/// never below baseline) or barely varies (σ < 0.05 z).
+pub fn peak_moment(clip: &Clip, terms: &[Terms]) -> Option<PeakMoment> {
+    let exposure: Vec<f64> = terms.iter().map(Terms::exposure).collect();
+    if stats::std(&exposure) < 0.05 {
+        return None;
+    }
+    let peak = (0..exposure.len()).fold(0, |b, i| if exposure[i] > exposure[b] { i } else { b });
+    if exposure[peak] <= 0.0 {
+        return None;
+    }
+    let bar = (stats::mean(&exposure) + exposure[peak]) / 2.0;
+    let mut start = peak;
+    while start > 0 && exposure[start - 1] >= bar {
+        start -= 1;
+    }
+    let mut end = peak;
+    while end + 1 < exposure.len() && exposure[end + 1] >= bar {
+        end += 1;
+    }
+    let quote = line_at(clip, peak as u32)
+        .or_else(|| (start..=end).find_map(|t| line_at(clip, t as u32)))
+        .unwrap_or("")
+        .to_string();
+    let t = terms[peak];
+    Some(PeakMoment {
+        peak_sec: peak as u32,
+        start_sec: start as u32,
+        end_sec: end as u32,
+        quote,
+        why: format!(
+            "Guard-down exposure peaks at {} ({:+.2}): reward {:+.2}, deliberate thinking {:+.2}, gut alarm {:+.2} (z against the corpus). {}",
+            clock(peak as u32),
+            t.exposure(),
+            t.reward,
+            t.effort,
+            t.alarm,
+            if t.reward > 0.0 && t.effort < 0.0 {
+                "Reward rises while scrutiny drops — the classic opening for persuasion."
+            } else if t.reward > 0.0 {
+                "Reward outweighs the checks that usually temper it."
+            } else {
+                "Scrutiny and alarm fall away even without much reward."
+            }
+        ),
+    })
+}
+
+pub fn analyze(clip: &Clip) -> Manipulation {
+    let rows: Vec<[f32; 7]> = clip.networks.iter().map(|n| n.values()).collect();
+    let terms: Vec<Terms> = rows.iter().map(Terms::of).collect();
+    let per_second: Vec<f64> = terms
+        .iter()
+        .map(|t| score(t.exposure() / EXPOSURE_NORM))
+        .collect();
+    let conversion_risk = round_to(stats::mean(&per_second), 1);
+    let mean_exposure_z = stats::mean(
+        &terms
+            .iter()
+            .map(|t| t.exposure() / EXPOSURE_NORM)
+            .collect::<Vec<_>>(),
+    );
+    let pbi = column_mean(&rows, |r| {
+        f64::from(r[DEFAULT_MODE]) - f64::from(r[FRONTOPARIETAL])
+    });
+    Manipulation {
+        conversion_risk,
+        risk_band: risk_band(conversion_risk).into(),
+        cognitive_sovereignty_index: round_to(-mean_exposure_z, 2),
+        sovereignty: round_to(100.0 - conversion_risk, 1),
+        pbi: round_to(pbi, 2),
+        threat: threat(conversion_risk),
+        population: Population {
+            per_ten: round_to(conversion_risk / 10.0, 1),
+            per_ten_thousand: round(conversion_risk * 100.0),
+            note: format!(
+                "Directional model estimate: of an average audience, about {:.1} in 10 would take this content in with their guard lowered. Not a measured outcome.",
+                conversion_risk / 10.0
+            ),
+        },
+        quadrant: quadrant(&rows),
+        circuits: circuits(&rows),
+        mechanisms: mechanisms(&rows),
+        timeline: terms
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let (reward, effort, alarm) = (
+                    round_to(t.reward, 3),
+                    round_to(t.effort, 3),
+                    round_to(t.alarm, 3),
+                );
+                ExposureSecond {
+                    sec: i as u32,
+                    // From the rounded terms, so exposure = reward − effort − alarm holds for
+                    // the numbers the client reads.
+                    exposure: round_to(reward - effort - alarm, 3),
+                    reward,
+                    effort,
+                    alarm,
+                }
+            })
+            .collect(),
+        peak_moment: peak_moment(clip, &terms),
+        tactics: tactics::find(clip),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brainscan_sdk::{Modalities, NetworkSecond, TranscriptLine};
+
+    pub fn clip_of(rows: &[[f32; 7]], transcript: Vec<TranscriptLine>) -> Clip {
+        Clip {
+            duration_sec: rows.len() as f64,
+            networks: rows
+                .iter()
+                .map(|r| NetworkSecond {
+                    visual: r[0],
+                    somatomotor: r[1],
+                    dorsal_attention: r[2],
+                    ventral_attention: r[3],
+                    limbic: r[4],
+                    frontoparietal: r[5],
+                    default_mode: r[6],
+                })
+                .collect(),
+            modalities: Modalities {
+                video: true,
+                audio: true,
+            },
+            transcript,
+        }
+    }
+
+    #[test]
+    fn exposure_terms_by_hand() {
+        // reward = (1.0 + 0.6)/2 = 0.8, effort = −0.5, alarm = 0.2 → exposure 1.1
+        let t = Terms::of(&[0.0, 0.0, 0.0, 0.2, 1.0, -0.5, 0.6]);
+        assert!((t.exposure() - 1.1).abs() < 1e-6);
+        let m = analyze(&clip_of(
+            &[[0.0, 0.0, 0.0, 0.2, 1.0, -0.5, 0.6]],
+            Vec::new(),
+        ));
+        let s = &m.timeline[0];
+        assert_eq!(
+            (s.reward, s.effort, s.alarm, s.exposure),
+            (0.8, -0.5, 0.2, 1.1)
+        );
+        // 100·Φ(1.1/√2.5) = 100·Φ(0.6957) = 75.67 → 75.7
+        assert_eq!(m.conversion_risk, 75.7);
+        assert_eq!(m.risk_band, "high");
+        assert_eq!(m.sovereignty, 24.3);
+        assert_eq!(m.cognitive_sovereignty_index, -0.7);
+        // pbi = DM − FP = 0.6 + 0.5
+        assert_eq!(m.pbi, 1.1);
+        assert_eq!(m.threat.severity, "critical");
+        assert_eq!(m.population.per_ten, 7.6);
+        assert_eq!(m.population.per_ten_thousand, 7570.0);
+    }
+
+    #[test]
+    fn band_edges() {
+        assert_eq!(risk_band(39.9), "low");
+        assert_eq!(risk_band(40.0), "moderate");
+        assert_eq!(risk_band(54.9), "moderate");
+        assert_eq!(risk_band(55.0), "elevated");
+        assert_eq!(risk_band(69.9), "elevated");
+        assert_eq!(risk_band(70.0), "high");
+        assert_eq!(threat(39.9).severity, "nominal");
+        assert_eq!(threat(40.0).severity, "moderate");
+        assert_eq!(threat(55.0).severity, "high");
+        assert_eq!(threat(70.0).severity, "critical");
+    }
+
+    #[test]
+    fn quadrant_corners() {
+        // Guard down (FP, VA low) and reward up → total.
+        let q = quadrant(&[[0.0, 0.0, 0.0, -1.0, 1.0, -1.0, 1.0]]);
+        assert_eq!(q.key, "total");
+        // Φ(2/√2 = 1.414) = 92.1
+        assert_eq!((q.lowers_guard, q.wins_over), (92.1, 92.1));
+        assert_eq!(
+            quadrant(&[[0.0, 0.0, 0.0, -1.0, -1.0, -1.0, -1.0]]).key,
+            "coercive"
+        );
+        assert_eq!(
+            quadrant(&[[0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]]).key,
+            "seductive"
+        );
+        assert_eq!(quadrant(&[[0.0; 7]]).key, "clean");
+        // The edge: an axis exactly at 55.0 is on. Φ(z)=0.55 at z=0.12566.
+        let z = 0.125_661_3_f32 * core::f32::consts::SQRT_2;
+        let q = quadrant(&[[0.0, 0.0, 0.0, 0.0, z / 2.0, 0.0, z / 2.0]]);
+        assert_eq!(q.wins_over, 55.0);
+        assert_eq!(q.key, "seductive");
+    }
+
+    #[test]
+    fn mechanism_shares_sum_to_one() {
+        let rows = [
+            [0.0, 0.0, 0.0, 0.3, 0.7, -0.1, 0.2],
+            [0.0, 0.0, 0.0, -0.2, 0.1, 0.4, 0.9],
+            [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        ];
+        let m = mechanisms(&rows);
+        let sum: f64 = m.iter().map(|x| x.share).sum();
+        assert!((sum - 1.0).abs() < 1e-9, "{sum}");
+        // SR = 0.8, MR = 1.1, CA = 0.2 → 0.381, 0.524, 0.095
+        assert_eq!(
+            m.iter().map(|x| x.share).collect::<Vec<_>>(),
+            vec![0.381, 0.524, 0.095]
+        );
+        let flat = mechanisms(&[[0.0; 7]]);
+        assert_eq!(
+            flat.iter().map(|x| x.share).collect::<Vec<_>>(),
+            vec![0.333, 0.333, 0.334]
+        );
+    }
+
+    #[test]
+    fn peak_moment_window_and_quote() {
+        let mut rows = vec![[0.0f32; 7]; 10];
+        // exposure = reward − effort − alarm; raise limbic+DM at 4..=6, most at 5.
+        rows[4][LIMBIC] = 1.0;
+        rows[4][DEFAULT_MODE] = 1.0;
+        rows[5][LIMBIC] = 2.0;
+        rows[5][DEFAULT_MODE] = 2.0;
+        rows[6][LIMBIC] = 1.2;
+        rows[6][DEFAULT_MODE] = 1.2;
+        let clip = clip_of(
+            &rows,
+            vec![TranscriptLine {
+                start_sec: 4.8,
+                end_sec: 6.5,
+                text: " Only today ".into(),
+            }],
+        );
+        let m = analyze(&clip);
+        let p = m.peak_moment.expect("a peak");
+        // mean exposure = (1 + 2 + 1.2)/10 = 0.42; bar = (0.42 + 2)/2 = 1.21: 1.2 is below.
+        assert_eq!((p.peak_sec, p.start_sec, p.end_sec), (5, 5, 5));
+        assert_eq!(p.quote, "Only today");
+        assert!(p.why.contains("0:05"));
+        assert!(
+            analyze(&clip_of(&[[0.0; 7]; 5], Vec::new()))
+                .peak_moment
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn every_field_is_consistent() {
+        let rows: Vec<[f32; 7]> = (0..40)
+            .map(|i| {
+                let x = i as f32 * 0.37;
+                [
+                    (x).sin(),
+                    (x * 1.3).cos(),
+                    (x * 0.7).sin(),
+                    (x * 2.1).cos() * 0.8,
+                    (x * 0.5).sin() * 1.5,
+                    (x * 1.7).cos(),
+                    (x * 0.9).sin() * 1.2,
+                ]
+            })
+            .collect();
+        let m = analyze(&clip_of(&rows, Vec::new()));
+        assert!((0.0..=100.0).contains(&m.conversion_risk));
+        assert!((m.sovereignty + m.conversion_risk - 100.0).abs() < 1e-9);
+        assert_eq!(m.risk_band, risk_band(m.conversion_risk));
+        assert_eq!(m.timeline.len(), 40);
+        for (i, s) in m.timeline.iter().enumerate() {
+            assert_eq!(s.sec, i as u32);
+            assert!((s.exposure - (s.reward - s.effort - s.alarm)).abs() < 1.5e-3);
+        }
+        assert_eq!(m.circuits.len(), 4);
+        for c in &m.circuits {
+            assert!((0.0..=100.0).contains(&c.value));
+            assert_eq!(c.direction, direction(c.value));
+            assert_eq!(c.reading, reading(c.value));
+        }
+        assert!(m.threat.color.starts_with('#') && m.threat.color.len() == 7);
+    }
+
+    #[test]
+    fn property_blocks_are_consistent_on_random_networks() {
+        let mut x: u64 = 3;
+        let mut r = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 10_000) as f32 / 10_000.0
+        };
+        for case in 0..300 {
+            let len = 1 + (r() * 180.0) as usize;
+            let scale = r() * 4.0;
+            let rows: Vec<[f32; 7]> = (0..len)
+                .map(|_| core::array::from_fn(|_| (r() - 0.5) * scale))
+                .collect();
+            let m = analyze(&clip_of(&rows, Vec::new()));
+            assert!((0.0..=100.0).contains(&m.conversion_risk), "case {case}");
+            assert_eq!(m.risk_band, risk_band(m.conversion_risk));
+            let shares: f64 = m.mechanisms.iter().map(|s| s.share).sum();
+            assert!((shares - 1.0).abs() < 1e-9, "case {case}: {shares}");
+            assert!(m.mechanisms.iter().all(|s| (0.0..=1.0).contains(&s.share)));
+            assert!((0.0..=100.0).contains(&m.quadrant.lowers_guard));
+            assert!((0.0..=100.0).contains(&m.quadrant.wins_over));
+            assert_eq!(m.timeline.len(), len);
+            if let Some(p) = &m.peak_moment {
+                assert!(p.start_sec <= p.peak_sec && p.peak_sec <= p.end_sec);
+                assert!((p.end_sec as usize) < len);
+            }
+        }
+    }
+}

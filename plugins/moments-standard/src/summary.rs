@@ -1,0 +1,168 @@
+//! The written summary: a short paragraph built only from the clip's own numbers — lens
+//! averages and peaks, the sharpest moment, the strongest buy window, the manipulation level —
+//! ending with the caveat that it is a directional model read, not a measurement.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use brainscan_sdk::text::{clip_to, clock};
+use brainscan_sdk::{BuyMoment, Clip, LensSeries, Moment, risk_band, stats};
+
+use crate::moments::lens_title;
+
+pub const CAVEAT: &str = "This is a directional read from a model of an average viewer's brain response, not a measurement of any real audience.";
+
+struct LensStats {
+    lens: String,
+    mean: f64,
+    sd: f64,
+    peak: f64,
+    peak_at: u32,
+}
+
+fn lens_stats(s: &LensSeries) -> LensStats {
+    let xs: Vec<f64> = s.seconds.iter().map(|x| f64::from(x.score)).collect();
+    let (mut peak, mut peak_at) = (f64::NEG_INFINITY, 0);
+    for (i, v) in xs.iter().enumerate() {
+        if *v > peak {
+            peak = *v;
+            peak_at = i as u32;
+        }
+    }
+    LensStats {
+        lens: s.lens.clone(),
+        mean: stats::mean(&xs),
+        sd: stats::std(&xs),
+        peak,
+        peak_at,
+    }
+}
+
+fn opening(duration: f64, first: &LensStats) -> String {
+    let secs = brainscan_sdk::libm::round(duration) as u64;
+    let title = lens_title(&first.lens).to_lowercase();
+    let verdict = if first.lens == "attention" {
+        if first.mean >= 60.0 {
+            "holds attention well"
+        } else if first.mean >= 45.0 {
+            "holds attention at about the corpus norm"
+        } else {
+            "struggles to hold attention"
+        }
+    } else if first.mean >= 60.0 {
+        "reads strong"
+    } else if first.mean >= 45.0 {
+        "reads close to neutral"
+    } else {
+        "reads weak"
+    };
+    format!(
+        "This {secs}-second clip {verdict}: {title} averages {:.0}, peaking at {:.0} around {}.",
+        first.mean,
+        first.peak,
+        clock(first.peak_at)
+    )
+}
+
+/// The paragraph (module docs).
+pub fn write(
+    clip: &Clip,
+    lenses: &[LensSeries],
+    moments: &[Moment],
+    buy: Option<&[BuyMoment]>,
+) -> String {
+    let all: Vec<LensStats> = lenses.iter().map(lens_stats).collect();
+    let mut parts: Vec<String> = Vec::new();
+    let Some(first) = all.first() else {
+        return format!("No lens was scored, so there is nothing to summarise. {CAVEAT}");
+    };
+    parts.push(opening(clip.duration_sec, first));
+    let others: Vec<String> = all
+        .iter()
+        .skip(1)
+        .filter(|s| s.lens != "manipulation")
+        .map(|s| format!("{} {:.0}", lens_title(&s.lens).to_lowercase(), s.mean))
+        .collect();
+    if !others.is_empty() {
+        parts.push(format!(
+            "Across the clip, {} on average.",
+            others.join(", ")
+        ));
+    }
+
+    let sharpest = moments.iter().max_by(|a, b| {
+        a.z.abs()
+            .total_cmp(&b.z.abs())
+            .then(b.second.cmp(&a.second))
+    });
+    match sharpest {
+        Some(m) => {
+            let line = m
+                .content_line
+                .as_deref()
+                .map(|l| format!(", on \"{}\"", clip_to(l, 80)))
+                .unwrap_or_default();
+            parts.push(format!(
+                "The sharpest shift is {} {} {:.0} points at {}{line}{}.",
+                lens_title(&m.lens).to_lowercase(),
+                if m.delta > 0.0 { "jumping" } else { "dropping" },
+                m.delta.abs(),
+                clock(m.second),
+                if moments.len() > 1 {
+                    format!(
+                        ", one of {} moments that stand out from the clip's rhythm",
+                        moments.len()
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        None => parts.push(
+            "No single second stands out from the clip's own rhythm; the response moves smoothly."
+                .into(),
+        ),
+    }
+
+    let pi_scored = lenses.iter().any(|s| s.lens == "purchase_intent");
+    match buy.and_then(|b| b.first()) {
+        Some(b) => {
+            let quote = b
+                .quote
+                .as_deref()
+                .map(|q| format!(" on \"{}\"", clip_to(q, 80)))
+                .unwrap_or_default();
+            parts.push(format!(
+                "Buying intent is strongest from {} to {}, peaking at {}{quote} ({}).",
+                clock(b.start_sec),
+                clock(b.end_sec),
+                clock(b.peak_sec),
+                b.trigger
+            ));
+        }
+        None if pi_scored => parts
+            .push("No stretch of buying intent rises clearly above the clip's own average.".into()),
+        None => {}
+    }
+
+    if let Some(m) = all.iter().find(|s| s.lens == "manipulation") {
+        let risk = crate::moments::round_to(m.mean, 1);
+        parts.push(format!(
+            "Persuasive pressure averages {risk:.0}, a {} level of guard-down exposure.",
+            risk_band(risk)
+        ));
+    }
+
+    if all
+        .iter()
+        .all(|s| s.sd < 1.0 && (45.0..=55.0).contains(&s.mean))
+    {
+        parts.push(
+            "The predicted response is nearly flat, so these scores sit near neutral and are not a verdict on the content."
+                .into(),
+        );
+    }
+    parts.push(CAVEAT.into());
+    parts.join(" ")
+}
