@@ -9,6 +9,7 @@ mod support;
 mod kit;
 
 mod admin;
+mod analyze;
 mod cli;
 mod hostile;
 mod swap;
