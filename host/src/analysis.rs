@@ -252,6 +252,15 @@ pub fn clip_of(q: &QualiaOutput) -> ClipData {
     }
 }
 
+/// The active set after picking up swaps made by other processes; on a database hiccup, the
+/// versions already loaded (a scan should not fail because a refresh did).
+async fn fresh_snapshot(plugins: &Registry) -> Arc<ActiveSet> {
+    if let Err(e) = plugins.refresh().await {
+        tracing::warn!("plugin registry refresh failed; using the loaded versions: {e}");
+    }
+    plugins.snapshot()
+}
+
 /// The plugin half of a scan: refreshes the registry, takes one snapshot, runs the plugins
 /// that provide `requested` and assembles the result. `provenance` holds what produced the
 /// networks (model, adapter); the plugins that ran are added to it.
@@ -265,10 +274,7 @@ pub async fn score_clip(
     mut provenance: serde_json::Value,
     benchmarks: Option<&BenchmarkTable>,
 ) -> Result<ScanResult, StageError> {
-    if let Err(e) = plugins.refresh().await {
-        tracing::warn!("plugin registry refresh failed; using the loaded versions: {e}");
-    }
-    let active = plugins.snapshot();
+    let active = fresh_snapshot(plugins).await;
     let lenses: Vec<String> = requested
         .iter()
         .filter(|l| active.lens_plugin(l).is_some())
@@ -294,10 +300,7 @@ pub async fn rerun_manipulation(
     plugins: &Registry,
     stored: &ScanResult,
 ) -> Result<(result::Manipulation, serde_json::Value), StageError> {
-    if let Err(e) = plugins.refresh().await {
-        tracing::warn!("plugin registry refresh failed; using the loaded versions: {e}");
-    }
-    let active = plugins.snapshot();
+    let active = fresh_snapshot(plugins).await;
     let Some(plugin) = &active.manipulation else {
         return Err(StageError::permanent(
             "plugin_failed",

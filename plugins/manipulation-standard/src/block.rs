@@ -33,10 +33,7 @@ pub fn phi(z: f64) -> f64 {
     0.5 * (1.0 + erf(z / core::f64::consts::SQRT_2))
 }
 
-pub fn round_to(v: f64, decimals: i32) -> f64 {
-    let f = brainscan_sdk::libm::pow(10.0, f64::from(decimals));
-    round(v * f) / f
-}
+pub use brainscan_sdk::stats::round_to;
 
 /// 0-100 for a z value, one decimal: the same mapping as the lenses.
 fn score(z: f64) -> f64 {

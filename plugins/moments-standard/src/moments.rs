@@ -81,10 +81,7 @@ pub fn shifts(scores: &[f64]) -> Vec<Shift> {
     chosen
 }
 
-pub fn round_to(v: f64, decimals: i32) -> f64 {
-    let f = brainscan_sdk::libm::pow(10.0, f64::from(decimals));
-    brainscan_sdk::libm::round(v * f) / f
-}
+pub use brainscan_sdk::stats::round_to;
 
 /// How a lens is named in sentences.
 pub fn lens_title(lens: &str) -> String {

@@ -307,6 +307,12 @@ pub mod stats {
         libm::sqrt(xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / xs.len() as f64)
     }
 
+    /// `v` rounded to `decimals` places (half away from zero), as outputs are shown.
+    pub fn round_to(v: f64, decimals: i32) -> f64 {
+        let f = libm::pow(10.0, f64::from(decimals));
+        libm::round(v * f) / f
+    }
+
     /// The logistic function 1 / (1 + e^-x).
     pub fn logistic(x: f64) -> f64 {
         1.0 / (1.0 + libm::exp(-x))
