@@ -261,9 +261,50 @@ impl PluginConfig {
     }
 }
 
+/// What one `brainscan serve` process does. Several processes on one PostgreSQL database
+/// split the work: API processes take requests and queue jobs, worker processes run them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    /// The HTTP API only; queued jobs are left to worker processes.
+    Api,
+    /// Job workers only; HTTP serves just `/healthz`, `/readyz` and `/metrics`.
+    Worker,
+    /// Both, in one process (the embedded single-machine default).
+    All,
+}
+
+impl Role {
+    pub fn serves_api(self) -> bool {
+        matches!(self, Self::Api | Self::All)
+    }
+    pub fn runs_workers(self) -> bool {
+        matches!(self, Self::Worker | Self::All)
+    }
+}
+
+/// Where rendered artifacts (the fMRI image) are kept, and how their URLs are signed.
+#[derive(Debug, Clone, Args)]
+pub struct ArtifactConfig {
+    /// Artifact store: a folder path or `file:///…` (default `DATA_DIR/artifacts`), or
+    /// `s3://BUCKET[/PREFIX]` for S3-compatible storage. S3 credentials, region and endpoint
+    /// come from the standard `AWS_*` variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_REGION`, `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`).
+    #[arg(long, env = "BRAINSCAN_ARTIFACTS_URL")]
+    pub artifacts_url: Option<String>,
+
+    /// Public base URL of this service (e.g. `https://scan.example.com`), used in signed
+    /// artifact URLs of the local store. Unset: the request's `Host` header, over http.
+    #[arg(long, env = "BRAINSCAN_PUBLIC_URL")]
+    pub public_url: Option<String>,
+}
+
 /// Everything `brainscan serve` needs.
 #[derive(Debug, Clone, Args)]
 pub struct ServeConfig {
+    /// `api`, `worker` or `all` (see the operator guide: several processes share one
+    /// PostgreSQL database and one artifact store).
+    #[arg(long, env = "BRAINSCAN_ROLE", value_enum, default_value_t = Role::All)]
+    pub role: Role,
     #[command(flatten)]
     pub store: StoreConfig,
     #[command(flatten)]
@@ -276,6 +317,8 @@ pub struct ServeConfig {
     pub webhook: WebhookConfig,
     #[command(flatten)]
     pub plugins: PluginConfig,
+    #[command(flatten)]
+    pub artifacts: ArtifactConfig,
 }
 
 impl ServeConfig {

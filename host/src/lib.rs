@@ -17,6 +17,7 @@ pub mod config;
 pub mod ids;
 pub mod inference;
 pub mod intelligence;
+pub mod listen;
 pub mod local;
 pub mod media;
 pub mod metrics;

@@ -40,7 +40,10 @@ pub fn start(app: Arc<App>, listener: TcpListener) -> std::io::Result<Running> {
     let addr = listener.local_addr()?;
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();
-    crate::queue::spawn_workers(&app, app.config.queue.workers, &cancel, &tracker);
+    if app.config.role.runs_workers() {
+        crate::queue::spawn_workers(&app, app.config.queue.workers, &cancel, &tracker);
+    }
+    crate::listen::spawn(&app, &cancel, &tracker);
     crate::metrics::handle();
     if let Some(registry) = app.plugins.clone() {
         spawn_plugin_refresh(registry, cancel.clone(), &tracker);
@@ -123,8 +126,20 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             "ffprobe was not found on PATH: install the Debian package `ffmpeg` (apt-get install ffmpeg)"
         );
     }
+    if config.role == crate::config::Role::Worker && config.queue.workers == 0 {
+        anyhow::bail!(
+            "--role worker with --workers 0 would run nothing; give it at least one worker"
+        );
+    }
     let listen = config.http.listen;
+    let role = config.role;
     let app = App::production(config).await?;
+    tracing::info!(?role, database = ?app.db.backend, "starting");
+    if role == crate::config::Role::Api && app.db.backend == crate::store::Backend::Sqlite {
+        tracing::warn!(
+            "--role api on SQLite: scans run only if a worker process shares this database file"
+        );
+    }
     let listener = TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;

@@ -8,10 +8,11 @@ pub mod memory;
 pub mod orgs;
 pub mod plugins;
 pub mod scans;
+pub mod secrets;
 pub mod wallet;
 pub mod webhooks;
 
-pub use db::{Backend, Db};
+pub use db::{Backend, Db, JOBS_CHANNEL, PLUGINS_CHANNEL};
 
 /// Errors of the storage layer. Callers map `NotFound` and `Conflict` to API errors; the rest
 /// are internal.

@@ -67,7 +67,9 @@ async fn record_metrics(State(_app): State<Arc<App>>, request: Request, next: Ne
     response
 }
 
-/// The whole HTTP surface, used by `serve` and by the tests.
+/// The whole HTTP surface, used by `serve` and by the tests. A worker-role process serves only
+/// the operations routes (health, readiness, metrics); the public and admin APIs answer 404
+/// there, so a load balancer can never send clients to a worker by mistake.
 pub fn router(app: Arc<App>) -> Router {
     let api = Router::new()
         // Scans
@@ -97,9 +99,12 @@ pub fn router(app: Arc<App>) -> Router {
 
     let timeout = Duration::from_secs(app.config.http.request_timeout_secs);
     let max_body = app.config.http.max_body_bytes;
-    Router::new()
-        .nest("/api/v1", api)
-        .nest("/admin/v1", admin)
+    let surface = if app.config.role.serves_api() {
+        Router::new().nest("/api/v1", api).nest("/admin/v1", admin)
+    } else {
+        Router::new()
+    };
+    surface
         // Operations
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))

@@ -1,6 +1,7 @@
 //! Connecting, dialect detection and migrations.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
@@ -16,15 +17,35 @@ pub enum Backend {
 }
 
 /// The shared database handle.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Db {
     pub pool: AnyPool,
     pub backend: Backend,
+    /// The connection URL, kept for the Postgres `LISTEN` connection (it may hold a password,
+    /// so `Debug` leaves it out).
+    url: Arc<str>,
 }
 
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Notification channels (Postgres `LISTEN/NOTIFY`): a job was queued, the plugin set changed.
+pub const JOBS_CHANNEL: &str = "brainscan_jobs";
+pub const PLUGINS_CHANNEL: &str = "brainscan_plugins";
+
+/// Key of the advisory lock that serialises migrations when several processes start at once.
+const MIGRATION_LOCK: i64 = 0x6272_6169_6e73;
+
+type Migration = (i64, &'static str, &'static str);
+
 /// Migrations per dialect, embedded so the binary is self-contained. Released migrations are
-/// never edited: a change is a new numbered file.
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+/// never edited: a change is a new numbered file in both folders.
+const SQLITE_MIGRATIONS: &[Migration] = &[
     (
         1,
         "init",
@@ -35,6 +56,29 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "plugins",
         include_str!("../../../migrations/sqlite/0002_plugins.sql"),
     ),
+    (
+        3,
+        "scaleout",
+        include_str!("../../../migrations/sqlite/0003_scaleout.sql"),
+    ),
+];
+
+const POSTGRES_MIGRATIONS: &[Migration] = &[
+    (
+        1,
+        "init",
+        include_str!("../../../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        2,
+        "plugins",
+        include_str!("../../../migrations/postgres/0002_plugins.sql"),
+    ),
+    (
+        3,
+        "scaleout",
+        include_str!("../../../migrations/postgres/0003_scaleout.sql"),
+    ),
 ];
 
 impl Db {
@@ -43,6 +87,16 @@ impl Db {
     /// # Errors
     /// Fails when the database cannot be opened or a migration fails.
     pub async fn connect(url: &str) -> anyhow::Result<Self> {
+        let db = Self::open(url).await?;
+        db.migrate().await?;
+        Ok(db)
+    }
+
+    /// Connects without migrating.
+    ///
+    /// # Errors
+    /// An unsupported URL or an unreachable database.
+    pub async fn open(url: &str) -> anyhow::Result<Self> {
         sqlx::any::install_default_drivers();
         let backend = if url.starts_with("sqlite:") {
             Backend::Sqlite
@@ -51,11 +105,6 @@ impl Db {
         } else {
             anyhow::bail!("unsupported database URL (expected sqlite:// or postgres://)");
         };
-        if backend == Backend::Postgres {
-            anyhow::bail!(
-                "PostgreSQL mode is not available in this build yet; use the default SQLite file"
-            );
-        }
         let options = AnyConnectOptions::from_str(url)?;
         let pool = AnyPoolOptions::new()
             .max_connections(if backend == Backend::Sqlite { 8 } else { 20 })
@@ -74,41 +123,45 @@ impl Db {
                 })
             })
             .connect_with(options)
-            .await?;
-        let db = Self { pool, backend };
-        db.migrate().await?;
-        Ok(db)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
+        Ok(Self {
+            pool,
+            backend,
+            url: url.into(),
+        })
     }
 
-    async fn migrate(&self) -> StoreResult<()> {
-        sqlx::query(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
-        )
-        .execute(&self.pool)
-        .await?;
-        for (version, name, sql) in SQLITE_MIGRATIONS {
-            let mut tx = self.pool.begin().await?;
-            let done: Option<(i64,)> =
-                sqlx::query_as("SELECT version FROM schema_migrations WHERE version = $1")
-                    .bind(*version)
-                    .fetch_optional(&mut *tx)
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Runs pending migrations. On PostgreSQL an advisory lock makes concurrent starts of
+    /// several processes take turns, so each migration runs exactly once.
+    ///
+    /// # Errors
+    /// A failing migration (its transaction is rolled back).
+    pub async fn migrate(&self) -> StoreResult<()> {
+        let mut conn = self.pool.acquire().await?;
+        let migrations = match self.backend {
+            Backend::Sqlite => SQLITE_MIGRATIONS,
+            Backend::Postgres => {
+                // The function returns `void`, which the Any driver cannot decode: wrap it.
+                sqlx::query("SELECT 1 FROM (SELECT pg_advisory_lock($1)) AS l")
+                    .bind(MIGRATION_LOCK)
+                    .execute(&mut *conn)
                     .await?;
-            if done.is_some() {
-                continue;
+                POSTGRES_MIGRATIONS
             }
-            tracing::info!(version, name, "applying migration");
-            tx.execute(sqlx::raw_sql(sqlx::AssertSqlSafe(*sql))).await?;
-            sqlx::query(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
-            )
-            .bind(*version)
-            .bind(*name)
-            .bind(chrono::Utc::now().timestamp_millis())
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
+        };
+        let result = apply(&mut conn, migrations).await;
+        if self.backend == Backend::Postgres {
+            sqlx::query("SELECT 1 FROM (SELECT pg_advisory_unlock($1)) AS l")
+                .bind(MIGRATION_LOCK)
+                .execute(&mut *conn)
+                .await?;
         }
-        Ok(())
+        result
     }
 
     /// A trivial round trip for readiness checks.
@@ -116,4 +169,54 @@ impl Db {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
+}
+
+async fn apply(conn: &mut sqlx::AnyConnection, migrations: &[Migration]) -> StoreResult<()> {
+    use sqlx::Connection;
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
+    )
+    .execute(&mut *conn)
+    .await?;
+    for (version, name, sql) in migrations {
+        let mut tx = conn.begin().await?;
+        let done: Option<(i64,)> =
+            sqlx::query_as("SELECT version FROM schema_migrations WHERE version = $1")
+                .bind(*version)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if done.is_some() {
+            continue;
+        }
+        tracing::info!(version, name, "applying migration");
+        tx.execute(sqlx::raw_sql(sqlx::AssertSqlSafe(*sql))).await?;
+        sqlx::query(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+        )
+        .bind(*version)
+        .bind(*name)
+        .bind(chrono::Utc::now().timestamp_millis())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+    }
+    Ok(())
+}
+
+/// Sends a notification on `channel` when the surrounding transaction commits (Postgres);
+/// nothing on SQLite, whose processes rely on polling and in-process wake-ups.
+pub(crate) async fn notify(
+    backend: Backend,
+    conn: &mut sqlx::AnyConnection,
+    channel: &str,
+    payload: &str,
+) -> StoreResult<()> {
+    if backend == Backend::Postgres {
+        sqlx::query("SELECT 1 FROM (SELECT pg_notify($1, $2)) AS n")
+            .bind(channel)
+            .bind(payload)
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
 }

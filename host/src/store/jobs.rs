@@ -1,12 +1,16 @@
 //! The durable job queue's SQL: insert, claim with a lease, heartbeat, finish, retry, release.
 //!
-//! A job is claimed by one atomic `UPDATE … WHERE id = (SELECT … LIMIT 1) … RETURNING`, which
-//! SQLite runs under its single write lock. A `running` job whose lease has run out (its
+//! A job is claimed by one atomic `UPDATE … WHERE id = (SELECT … LIMIT 1) … RETURNING`. SQLite
+//! runs it under its single write lock; on PostgreSQL the inner select takes the row with
+//! `FOR UPDATE SKIP LOCKED`, so concurrent claimers in any number of processes each get a
+//! different job without waiting on each other. Inserting a job sends `NOTIFY brainscan_jobs`
+//! (Postgres) when its transaction commits, which wakes idle workers in every process. A `running` job whose lease has run out (its
 //! worker crashed or was killed) is claimable again; `attempts` counts claims, so a job that
 //! keeps killing its worker ends instead of looping.
 
 use sqlx::{Any, Row, Transaction};
 
+use super::db::{Backend, JOBS_CHANNEL, notify};
 use super::{Db, StoreResult};
 
 #[derive(Debug, Clone)]
@@ -30,7 +34,11 @@ pub struct ClaimedJob {
     pub max_attempts: i64,
 }
 
-pub(super) async fn insert_job(tx: &mut Transaction<'_, Any>, job: &NewJob) -> StoreResult<()> {
+pub(super) async fn insert_job(
+    backend: Backend,
+    tx: &mut Transaction<'_, Any>,
+    job: &NewJob,
+) -> StoreResult<()> {
     sqlx::query(
         "INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_after, created_at, updated_at) VALUES ($1, $2, $3, 'queued', 0, $4, $5, $6, $6)",
     )
@@ -42,13 +50,42 @@ pub(super) async fn insert_job(tx: &mut Transaction<'_, Any>, job: &NewJob) -> S
     .bind(job.created_at)
     .execute(&mut **tx)
     .await?;
-    Ok(())
+    notify(backend, tx, JOBS_CHANNEL, &job.kind).await
+}
+
+/// The claim statement. Both dialects pick the oldest runnable job of the kind; Postgres
+/// skips rows another transaction is claiming instead of queueing behind them.
+fn claim_sql(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => {
+            "UPDATE jobs SET state = 'running', locked_by = $2, locked_until = $3, attempts = attempts + 1, updated_at = $4
+             WHERE id = (
+                SELECT id FROM jobs
+                WHERE kind = $1 AND state IN ('queued', 'running')
+                  AND ((state = 'queued' AND run_after <= $4) OR (state = 'running' AND locked_until < $4))
+                ORDER BY run_after, created_at LIMIT 1
+             )
+             AND ((state = 'queued' AND run_after <= $4) OR (state = 'running' AND locked_until < $4))
+             RETURNING id, kind, payload, attempts, max_attempts"
+        }
+        Backend::Postgres => {
+            "UPDATE jobs SET state = 'running', locked_by = $2, locked_until = $3, attempts = attempts + 1, updated_at = $4
+             WHERE id = (
+                SELECT id FROM jobs
+                WHERE kind = $1 AND state IN ('queued', 'running')
+                  AND ((state = 'queued' AND run_after <= $4) OR (state = 'running' AND locked_until < $4))
+                ORDER BY run_after, created_at LIMIT 1
+                FOR UPDATE SKIP LOCKED
+             )
+             RETURNING id, kind, payload, attempts, max_attempts"
+        }
+    }
 }
 
 impl Db {
     pub async fn enqueue(&self, job: &NewJob) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
-        insert_job(&mut tx, job).await?;
+        insert_job(self.backend, &mut tx, job).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -62,22 +99,13 @@ impl Db {
         now_ms: i64,
         lease_ms: i64,
     ) -> StoreResult<Option<ClaimedJob>> {
-        let row = sqlx::query(
-            "UPDATE jobs SET state = 'running', locked_by = $2, locked_until = $3, attempts = attempts + 1, updated_at = $4
-             WHERE id = (
-                SELECT id FROM jobs
-                WHERE kind = $1 AND ((state = 'queued' AND run_after <= $4) OR (state = 'running' AND locked_until < $4))
-                ORDER BY run_after, created_at LIMIT 1
-             )
-             AND ((state = 'queued' AND run_after <= $4) OR (state = 'running' AND locked_until < $4))
-             RETURNING id, kind, payload, attempts, max_attempts",
-        )
-        .bind(kind)
-        .bind(worker)
-        .bind(now_ms + lease_ms)
-        .bind(now_ms)
-        .fetch_optional(&self.pool)
-        .await?;
+        let row = sqlx::query(claim_sql(self.backend))
+            .bind(kind)
+            .bind(worker)
+            .bind(now_ms + lease_ms)
+            .bind(now_ms)
+            .fetch_optional(&self.pool)
+            .await?;
         row.map(|r| -> StoreResult<ClaimedJob> {
             Ok(ClaimedJob {
                 id: r.try_get("id")?,
@@ -157,14 +185,17 @@ impl Db {
     /// Gives a job back at shutdown without spending an attempt, so another worker takes it at
     /// once.
     pub async fn release_job(&self, id: &str, worker: &str, now_ms: i64) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
         let done = sqlx::query(
             "UPDATE jobs SET state = 'queued', attempts = attempts - 1, run_after = $3, locked_by = NULL, locked_until = NULL, updated_at = $3 WHERE id = $1 AND locked_by = $2 AND state = 'running'",
         )
         .bind(id)
         .bind(worker)
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        notify(self.backend, &mut tx, JOBS_CHANNEL, "").await?;
+        tx.commit().await?;
         Ok(done.rows_affected() == 1)
     }
 

@@ -264,6 +264,8 @@ impl Db {
         sqlx::query("UPDATE plugin_generation SET generation = generation + 1 WHERE id = 1")
             .execute(&mut *tx)
             .await?;
+        // Every process LISTENing (Postgres) reloads its plugin set when this commits.
+        super::db::notify(self.backend, &mut tx, super::PLUGINS_CHANNEL, slot).await?;
         sqlx::query(
             "INSERT INTO plugin_events (id, slot, action, from_id, to_id, reason, at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )

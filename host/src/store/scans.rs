@@ -192,7 +192,7 @@ impl Db {
         .bind(scan.created_at)
         .execute(&mut *tx)
         .await?;
-        super::jobs::insert_job(&mut tx, job).await?;
+        super::jobs::insert_job(self.backend, &mut tx, job).await?;
         if let Some(idem) = idempotency {
             sqlx::query(
                 "INSERT INTO idempotency_keys (org_id, idem_key, body_hash, scan_id, response, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
