@@ -181,6 +181,13 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
         .await
         .map_err(internal)?;
     metrics::histogram!("brainscan_scan_duration_seconds").record(started.elapsed().as_secs_f64());
+    if completed {
+        tracing::info!(
+            scan.id = scan_id,
+            secs = started.elapsed().as_secs_f64(),
+            "scan complete"
+        );
+    }
     if completed && let Some(hook) = &request.webhook_url {
         webhooks::enqueue(app, scan_id, &row.org_id, hook)
             .await

@@ -131,6 +131,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             "--role worker with --workers 0 would run nothing; give it at least one worker"
         );
     }
+    // Installed before anything records: the plugin registry reports at start-up.
+    crate::metrics::handle();
     let listen = config.http.listen;
     let role = config.role;
     let app = App::production(config).await?;

@@ -2,4 +2,9 @@
 //! PostgreSQL database, and the artifact stores (local folder and S3-compatible).
 
 mod pg;
+mod processes;
 mod queue;
+
+/// The e2e suite's fixtures: generated media and the loopback media server.
+#[path = "../e2e/support.rs"]
+mod support;

@@ -565,6 +565,9 @@ impl Registry {
         // Built-in lens plugins first, then by slot name: the order of `GET /lenses`.
         set.lens
             .sort_by_key(|p| (p.manifest.source != "builtin", p.manifest.name.clone()));
+        // Operators (and the scale-out tests) compare this across processes to see a swap
+        // arrive everywhere.
+        metrics::gauge!("brainscan_plugin_generation").set(generation as f64);
         self.active.store(Arc::new(set));
         self.loaded
             .lock()
