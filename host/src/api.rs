@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod analyze;
+pub mod artifacts;
 pub mod error;
 pub mod extract;
 pub mod health;

@@ -21,6 +21,8 @@ pub struct App {
     pub keys: KeyResolver,
     pub fetcher: Fetcher,
     pub analyzer: Arc<dyn Analyzer>,
+    /// Rendered artifacts (fMRI images) and their signed URLs.
+    pub artifacts: crate::artifacts::Artifacts,
     /// The plugin registry, when this process runs plugins (the admin API needs it).
     pub plugins: Option<Arc<crate::plugins::Registry>>,
     /// Wakes idle in-process workers when a job is queued (polling is the fallback).
@@ -42,7 +44,7 @@ impl App {
         analyzer: Arc<dyn Analyzer>,
     ) -> anyhow::Result<Arc<Self>> {
         let db = Self::open_db(&config).await?;
-        Self::assemble(config, clock, db, analyzer, None)
+        Self::assemble(config, clock, db, analyzer, None).await
     }
 
     /// Creates the data folder, clears orphaned downloads and opens the database.
@@ -60,11 +62,13 @@ impl App {
         Db::connect(&config.store.database_url()).await
     }
 
-    /// Wires an opened database, the analysis stage and (optionally) the plugin registry.
+    /// Wires an opened database, the analysis stage and (optionally) the plugin registry, and
+    /// opens the artifact store.
     ///
     /// # Errors
-    /// When the HTTP client for fetching media cannot be built.
-    pub fn assemble(
+    /// When the HTTP client for fetching media cannot be built or the artifact store cannot
+    /// be opened.
+    pub async fn assemble(
         config: ServeConfig,
         clock: Arc<dyn Clock>,
         db: Db,
@@ -73,6 +77,14 @@ impl App {
     ) -> anyhow::Result<Arc<Self>> {
         let keys = KeyResolver::new(db.clone(), Duration::from_secs(config.http.key_cache_secs));
         let fetcher = Fetcher::new(&config.fetch)?;
+        let artifacts = crate::artifacts::Artifacts::open(
+            &config.artifacts,
+            &config.store.data_dir,
+            &db,
+            clock.now_ms(),
+        )
+        .await?;
+        tracing::info!(store = %artifacts.location, "artifact store ready");
         let limiter = std::num::NonZeroU32::new(config.http.rate_limit_per_sec).map(|rate| {
             let burst =
                 std::num::NonZeroU32::new(config.http.rate_limit_burst.max(1)).unwrap_or(rate);
@@ -85,6 +97,7 @@ impl App {
             keys,
             fetcher,
             analyzer,
+            artifacts,
             plugins,
             wake: Notify::new(),
             ready: AtomicBool::new(false),
@@ -150,7 +163,7 @@ impl App {
             plugins: registry.clone(),
             benchmarks: benchmarks.map(Arc::new),
         });
-        Self::assemble(config, clock, db, analyzer, Some(registry))
+        Self::assemble(config, clock, db, analyzer, Some(registry)).await
     }
 
     /// Where downloads are written; removed when their scan's stage ends.

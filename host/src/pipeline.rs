@@ -173,6 +173,19 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
     if !enter(app, scan_id, Stage::Assembling).await? {
         return Ok(()); // cancelled meanwhile
     }
+    let mut result = result;
+    if request.options.include_fmri {
+        let png = crate::render::carpet_png(scan_id, &result.timeline)
+            .map_err(|e| StageError::permanent("internal_error", format!("rendering: {e}")))?;
+        let key = crate::artifacts::fmri_key(scan_id);
+        // An unreachable store is worth a retry; the scan is not complete without its image.
+        app.artifacts.put(&key, png).await.map_err(|e| StageError {
+            code: "artifact_store_failed",
+            message: e.to_string(),
+            transient: true,
+        })?;
+        result.fmri_key = Some(key);
+    }
     let json = serde_json::to_string(&result)
         .map_err(|e| StageError::permanent("internal_error", e.to_string()))?;
     let completed = app

@@ -101,7 +101,10 @@ pub async fn deliver(app: &Arc<App>, job: &ClaimedJob) -> Result<(), StageError>
         .get_scan(&payload.org_id, &payload.scan_id)
         .await
         .map_err(|e| internal(e.to_string()))?;
-    let view = crate::api::views::scan_view(&row).map_err(|e| internal(e.to_string()))?;
+    let mut view = crate::api::views::scan_view(&row).map_err(|e| internal(e.to_string()))?;
+    // No request here: the link needs the configured public URL (or S3), else it is null.
+    let base = crate::api::views::public_base(app, None);
+    crate::api::views::sign_artifact_urls(app, &mut view, base.as_deref()).await;
     let body = serde_json::to_vec(&view).map_err(|e| internal(e.to_string()))?;
     let timestamp = app.clock.now().timestamp();
     let signature =

@@ -5,6 +5,7 @@
 
 mod support;
 
+mod artifacts;
 mod auth;
 mod billing;
 mod intelligence;

@@ -234,7 +234,14 @@ async fn completed_scan_shows_fields_by_options() {
     assert!(a["moments"].is_array());
     assert!(a["summary"].is_string());
     assert!(a.get("buy_moments").is_some_and(Value::is_null));
-    assert!(a.get("fmri_url").is_some_and(Value::is_null));
+    let fmri = a["fmri_url"].as_str().expect("a signed fMRI URL");
+    assert!(
+        fmri.starts_with(&format!(
+            "{}/api/v1/artifacts/scans/{a_id}/fmri.png?expires=",
+            t.base
+        )),
+        "{fmri}"
+    );
     assert_eq!(a["manipulation"]["risk_band"], "moderate");
     assert_eq!(a["grade"], "C");
 

@@ -117,7 +117,9 @@ pub async fn service(tweak: impl FnOnce(&mut ServeConfig)) -> Service {
     let analyzer = Arc::new(PluginStage {
         registry: registry.clone(),
     });
-    let app = App::assemble(config, clock, db, analyzer, Some(registry.clone())).expect("app");
+    let app = App::assemble(config, clock, db, analyzer, Some(registry.clone()))
+        .await
+        .expect("app");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

@@ -18,7 +18,9 @@ use tower_http::request_id::{
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::TraceLayer;
 
-use super::{ApiError, admin, analyze, health, intelligence, lenses, openapi, scans, wallet};
+use super::{
+    ApiError, admin, analyze, artifacts, health, intelligence, lenses, openapi, scans, wallet,
+};
 use crate::app::App;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -82,6 +84,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/wallet", get(wallet::get_wallet))
         // Memory
         .route("/intelligence", get(intelligence::get_intelligence))
+        // Artifacts of the local store (signed links; no API key)
+        .route("/artifacts/{*key}", get(artifacts::get_artifact))
         // Contract
         .route("/openapi.json", get(openapi::openapi_json));
 

@@ -407,6 +407,7 @@ pub async fn get_scan(
     State(app): State<Arc<App>>,
     Authed(caller): Authed,
     ScanIdPath(id): ScanIdPath,
+    headers: http::HeaderMap,
 ) -> Result<Json<ScanView>, ApiError> {
     let row = app
         .db
@@ -429,7 +430,9 @@ pub async fn get_scan(
             tracing::info!(scan.id = %id, "charge settled");
         }
     }
-    let view = views::scan_view(&row).map_err(ApiError::internal)?;
+    let mut view = views::scan_view(&row).map_err(ApiError::internal)?;
+    let base = views::public_base(&app, Some(&headers));
+    views::sign_artifact_urls(&app, &mut view, base.as_deref()).await;
     Ok(Json(view))
 }
 

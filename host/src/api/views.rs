@@ -76,9 +76,14 @@ pub struct CompletedScan {
     pub buy_moments: Option<Option<Vec<BuyMoment>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub manipulation: Option<Manipulation>,
-    /// Present (possibly null) when include_fmri.
+    /// Present (possibly null) when include_fmri: a signed URL to the carpet-plot PNG that
+    /// works for one hour from this response. Null when the render could not be stored.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fmri_url: Option<Option<String>>,
+    /// Object key behind `fmri_url`; signed per response by [`sign_artifact_urls`].
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub fmri_key: Option<String>,
     /// Additive: true when the predicted networks were flat, so scores near 50 are no verdict.
     pub low_signal: bool,
     /// Additive: which model and analysis modules produced this result.
@@ -207,12 +212,51 @@ pub fn completed(scan_id: &str, request: &ScanRequest, result: ScanResult) -> Co
         } else {
             None
         },
-        // This build renders no fMRI artifact, so when asked for, the URL is null ("when
-        // available" in the spec) rather than a link to nothing.
+        // Signed per response (the link must outlive the response by an hour, not the scan).
         fmri_url: o.include_fmri.then_some(None),
+        fmri_key: result.fmri_key.filter(|_| o.include_fmri),
         low_signal: result.low_signal,
         provenance: result.provenance,
     }
+}
+
+/// Fills `fmri_url` with a fresh signed URL. `base` is this service's public URL (needed by
+/// the local store's URLs); without one the URL stays null. A signing failure is logged and
+/// leaves the URL null rather than failing the whole response.
+pub async fn sign_artifact_urls(app: &crate::app::App, view: &mut ScanView, base: Option<&str>) {
+    let ScanView::Completed(scan) = view else {
+        return;
+    };
+    let (Some(key), Some(url)) = (scan.fmri_key.as_deref(), scan.fmri_url.as_mut()) else {
+        return;
+    };
+    let now = app.clock.now_ms() / 1000;
+    match app
+        .artifacts
+        .signed_url(key, base.unwrap_or_default(), now)
+        .await
+    {
+        Ok(signed) if base.is_some() || signed.starts_with("http") => *url = Some(signed),
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(scan.id = %scan.scan_id, error = %e, "could not sign the fMRI URL")
+        }
+    }
+}
+
+/// This service's public base URL: the configured one, else `http://` + the request's Host.
+pub fn public_base(app: &crate::app::App, headers: Option<&http::HeaderMap>) -> Option<String> {
+    if let Some(url) = &app.config.artifacts.public_url {
+        return Some(url.trim_end_matches('/').to_owned());
+    }
+    let host = headers?.get(http::header::HOST)?.to_str().ok()?;
+    // A Host header is client input: accept only a plausible host[:port].
+    let plausible = !host.is_empty()
+        && host.len() <= 255
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
+    plausible.then(|| format!("http://{host}"))
 }
 
 /// A list entry.

@@ -1,0 +1,101 @@
+//! The fMRI render behind a signed, expiring URL (local artifact store).
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::TestApp;
+
+async fn fetch(t: &TestApp, url: &str) -> (StatusCode, Option<String>, Vec<u8>) {
+    let r = t.http.get(url).send().await.expect("send");
+    let status = StatusCode::from_u16(r.status().as_u16()).expect("status");
+    let ctype = r
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (status, ctype, r.bytes().await.expect("body").to_vec())
+}
+
+#[tokio::test]
+async fn the_fmri_url_serves_the_carpet_plot_for_one_hour_and_refuses_tampering() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let (_, created) = t
+        .submit(&org, "clip.mp4", json!({"options": {"include_fmri": true}}))
+        .await;
+    let id = created["scan_id"].as_str().expect("id").to_owned();
+    assert_eq!(t.wait_final(&id).await, "complete");
+    let (_, scan) = t.get(&org, &format!("/scans/{id}")).await;
+    let url = scan["fmri_url"].as_str().expect("fmri_url").to_owned();
+
+    // No API key needed: the signature is the credential.
+    let (status, ctype, body) = fetch(&t, &url).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(ctype.as_deref(), Some("image/png"));
+    let reader = png::Decoder::new(std::io::Cursor::new(body))
+        .read_info()
+        .expect("a PNG");
+    let info = reader.info();
+    // 5 s clip: 5 columns of the cell width, 7 rows of 24 px with 2 px gaps.
+    assert_eq!(
+        info.width,
+        5 * brainscan::render::cell_width(5),
+        "one column per second"
+    );
+    assert_eq!(info.height, 7 * 24 + 6 * 2);
+
+    // Tampered signature, or another key with this signature: refused.
+    let tampered = url.replace("signature=", "signature=0");
+    let (status, _, body) = fetch(&t, &tampered).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let err: Value = serde_json::from_slice(&body).expect("error body");
+    assert_eq!(err["error"], "invalid_signature");
+    let other = url.replace("/fmri.png", "/other.png");
+    assert_eq!(fetch(&t, &other).await.0, StatusCode::FORBIDDEN);
+    let bare = url.split('?').next().expect("path").to_owned();
+    assert_eq!(fetch(&t, &bare).await.0, StatusCode::FORBIDDEN);
+    // Pushing the expiry forward breaks the signature too.
+    let expires: i64 = url
+        .split("expires=")
+        .nth(1)
+        .and_then(|s| s.split('&').next())
+        .and_then(|s| s.parse().ok())
+        .expect("expires");
+    let now = chrono::Utc::now().timestamp();
+    assert!(
+        (3590..=3610).contains(&(expires - now)),
+        "expires in an hour: {}",
+        expires - now
+    );
+    let extended = url.replace(
+        &format!("expires={expires}"),
+        &format!("expires={}", expires + 86_400),
+    );
+    assert_eq!(fetch(&t, &extended).await.0, StatusCode::FORBIDDEN);
+
+    // An hour and a minute later the same link has expired; a fresh fetch gives a new one.
+    t.clock
+        .set(chrono::Utc::now() + chrono::Duration::seconds(3_660));
+    let (status, _, body) = fetch(&t, &url).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let err: Value = serde_json::from_slice(&body).expect("error body");
+    assert_eq!(err["error"], "link_expired");
+    let (_, again) = t.get(&org, &format!("/scans/{id}")).await;
+    let fresh = again["fmri_url"].as_str().expect("fresh url");
+    assert_ne!(fresh, url);
+    assert_eq!(fetch(&t, fresh).await.0, StatusCode::OK);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn without_include_fmri_nothing_is_rendered() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let (_, created) = t.submit(&org, "clip.mp4", json!({})).await;
+    let id = created["scan_id"].as_str().expect("id").to_owned();
+    assert_eq!(t.wait_final(&id).await, "complete");
+    let (_, scan) = t.get(&org, &format!("/scans/{id}")).await;
+    assert!(scan.get("fmri_url").is_none());
+    let stored = t.dir.path().join("artifacts/scans").join(&id);
+    assert!(!stored.exists(), "no render stored for {id}");
+}
