@@ -43,6 +43,8 @@ enum Backend {
 pub struct Artifacts {
     store: Arc<dyn ObjectStore>,
     backend: Backend,
+    /// Key prefix inside the store (the `PREFIX` of `s3://BUCKET/PREFIX`; empty for folders).
+    prefix: String,
     /// Where the store lives, for logs (`s3://bucket/prefix` or the folder).
     pub location: String,
 }
@@ -70,14 +72,19 @@ impl Artifacts {
     ) -> anyhow::Result<Self> {
         match config.artifacts_url.as_deref() {
             Some(url) if url.starts_with("s3://") => {
+                // The builder takes the bucket from the URL and ignores any path after it.
+                let rest = &url["s3://".len()..];
+                let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+                anyhow::ensure!(!bucket.is_empty(), "artifact store {url}: no bucket named");
                 let s3 = AmazonS3Builder::from_env()
-                    .with_url(url)
+                    .with_bucket_name(bucket)
                     .build()
                     .with_context(|| format!("artifact store {url}"))?;
                 let s3 = Arc::new(s3);
                 Ok(Self {
                     store: s3.clone(),
                     backend: Backend::S3(s3),
+                    prefix: prefix.trim_matches('/').to_owned(),
                     location: url.to_owned(),
                 })
             }
@@ -96,10 +103,22 @@ impl Artifacts {
                     backend: Backend::Local {
                         key: key.into_bytes(),
                     },
+                    prefix: String::new(),
                     location: folder.display().to_string(),
                 })
             }
         }
+    }
+
+    /// The object path of `key`: the prefix, then the key. Parsing refuses `..` and empty
+    /// segments, so a key can never leave the prefix.
+    fn path(&self, key: &str) -> anyhow::Result<ObjectPath> {
+        let full = if self.prefix.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}/{key}", self.prefix)
+        };
+        Ok(ObjectPath::parse(full)?)
     }
 
     /// Stores `bytes` under `key`.
@@ -107,7 +126,7 @@ impl Artifacts {
     /// # Errors
     /// The store's error (disk full, bucket unreachable, …).
     pub async fn put(&self, key: &str, bytes: Vec<u8>) -> anyhow::Result<()> {
-        let path = ObjectPath::parse(key)?;
+        let path = self.path(key)?;
         self.store
             .put(&path, PutPayload::from(Bytes::from(bytes)))
             .await
@@ -120,7 +139,7 @@ impl Artifacts {
     /// # Errors
     /// A missing or oversized object, or the store's error.
     pub async fn get(&self, key: &str) -> anyhow::Result<Bytes> {
-        let path = ObjectPath::parse(key)?;
+        let path = self.path(key)?;
         let object = self.store.get(&path).await?;
         if object.meta.size > MAX_ARTIFACT_BYTES as u64 {
             anyhow::bail!("artifact {key} is larger than {MAX_ARTIFACT_BYTES} bytes");
@@ -137,7 +156,7 @@ impl Artifacts {
         match &self.backend {
             Backend::S3(s3) => {
                 let url = s3
-                    .signed_url(http::Method::GET, &ObjectPath::parse(key)?, URL_LIFETIME)
+                    .signed_url(http::Method::GET, &self.path(key)?, URL_LIFETIME)
                     .await?;
                 Ok(url.to_string())
             }

@@ -18,16 +18,22 @@ use crate::support::media_server;
 const BIN: &str = env!("CARGO_BIN_EXE_brainscan");
 
 /// A database plus the folders its processes use.
-struct Cluster {
+pub struct Cluster {
     pg: FreshPg,
-    dir: TempDir,
+    pub dir: TempDir,
+    /// Environment every process gets on top of the defaults (e.g. an S3 artifact store).
+    pub env: Vec<(String, String)>,
 }
 
 impl Cluster {
-    async fn new() -> Self {
+    pub async fn new() -> Self {
         let pg = FreshPg::new().await;
         let dir = tempfile::tempdir().expect("tempdir");
-        let c = Self { pg, dir };
+        let c = Self {
+            pg,
+            dir,
+            env: Vec::new(),
+        };
         c.cli(&["migrate"]);
         c
     }
@@ -39,12 +45,13 @@ impl Cluster {
         cmd.env("BRAINSCAN_DATABASE_URL", &self.pg.url)
             .env("BRAINSCAN_DATA_DIR", &data_dir)
             // One artifact folder for every process, as an operator would mount it.
-            .env("BRAINSCAN_ARTIFACTS_URL", self.dir.path().join("artifacts"));
+            .env("BRAINSCAN_ARTIFACTS_URL", self.dir.path().join("artifacts"))
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
     /// Runs a one-shot subcommand (its own process) and returns stdout.
-    fn cli(&self, args: &[&str]) -> String {
+    pub fn cli(&self, args: &[&str]) -> String {
         let out = self.command("cli").args(args).output().expect("run");
         assert!(
             out.status.success(),
@@ -55,7 +62,7 @@ impl Cluster {
     }
 
     /// An organisation with $200 (eighty minimum-price scans) and its API key.
-    fn org(&self, name: &str) -> String {
+    pub fn org(&self, name: &str) -> String {
         self.cli(&["admin", "org", "create", name]);
         self.cli(&[
             "admin", "wallet", "credit", "--org", name, "--usd", "200.00",
@@ -65,7 +72,7 @@ impl Cluster {
             .to_owned()
     }
 
-    fn serve(&self, name: &str, role: &str, extra: &[&str]) -> Proc {
+    pub fn serve(&self, name: &str, role: &str, extra: &[&str]) -> Proc {
         let log = self.dir.path().join(format!("{name}.log"));
         let mut child = self
             .command(name)
@@ -116,14 +123,14 @@ impl Cluster {
         Proc { child, base, log }
     }
 
-    async fn db(&self) -> Db {
+    pub async fn db(&self) -> Db {
         Db::open(&self.pg.url).await.expect("db")
     }
 }
 
-struct Proc {
+pub struct Proc {
     child: Child,
-    base: String,
+    pub base: String,
     log: PathBuf,
 }
 
@@ -182,7 +189,7 @@ fn completed_in(log: &str) -> Vec<String> {
         .collect()
 }
 
-async fn ready(http: &reqwest::Client, p: &Proc) {
+pub async fn ready(http: &reqwest::Client, p: &Proc) {
     for _ in 0..600 {
         if let Ok(r) = http.get(format!("{}/readyz", p.base)).send().await
             && r.status().is_success()
@@ -194,7 +201,7 @@ async fn ready(http: &reqwest::Client, p: &Proc) {
     panic!("{} never became ready:\n{}", p.base, p.log());
 }
 
-async fn submit(http: &reqwest::Client, api: &Proc, key: &str, body: &Value) -> (u16, Value) {
+pub async fn submit(http: &reqwest::Client, api: &Proc, key: &str, body: &Value) -> (u16, Value) {
     let r = http
         .post(format!("{}/api/v1/scans", api.base))
         .bearer_auth(key)
@@ -206,7 +213,7 @@ async fn submit(http: &reqwest::Client, api: &Proc, key: &str, body: &Value) -> 
 }
 
 /// Polls the database (not the API, whose first fetch would settle the charge).
-async fn wait_complete(db: &Db, ids: &[String], within: Duration) {
+pub async fn wait_complete(db: &Db, ids: &[String], within: Duration) {
     let deadline = tokio::time::Instant::now() + within;
     loop {
         let mut pending = Vec::new();
@@ -250,7 +257,7 @@ async fn attempts(db: &Db) -> HashMap<String, i64> {
         .collect()
 }
 
-fn tone(media: &crate::support::MediaServer) -> Value {
+pub fn tone(media: &crate::support::MediaServer) -> Value {
     json!({"input": {"type": "audio", "audio_url": media.url("/media/tone.wav")}})
 }
 
