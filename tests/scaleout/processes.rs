@@ -344,7 +344,7 @@ async fn a_worker_killed_mid_job_loses_nothing() {
     doomed.kill();
     let rescuer = cluster.serve("rescuer", "worker", &[]);
     wait_complete(&db, std::slice::from_ref(&id), Duration::from_secs(120)).await;
-    assert_eq!(rescuer.completed(), [id.clone()]);
+    assert_eq!(rescuer.completed(), std::slice::from_ref(&id));
     assert!(doomed.completed().is_empty());
     assert_eq!(
         attempts(&db).await.get(&id),
