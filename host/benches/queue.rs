@@ -17,42 +17,14 @@ use std::time::{Duration, Instant};
 
 use brainscan::store::Db;
 use brainscan::store::jobs::NewJob;
-use sqlx::{Connection, PgConnection};
+
+/// The scale-out tests' fresh-database guard, shared rather than written twice.
+#[path = "../../tests/scaleout/pg.rs"]
+mod pg;
+use pg::FreshPg;
 
 const QUEUED: usize = 10_000;
 const CLAIMS: usize = 2_000;
-
-fn server_url() -> String {
-    std::env::var("BRAINSCAN_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
-async fn fresh_pg() -> (String, String) {
-    let name = format!(
-        "brainscan_bench_{}",
-        brainscan::ids::token(10).to_ascii_lowercase()
-    );
-    let mut conn = PgConnection::connect(&server_url())
-        .await
-        .expect("PostgreSQL");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut conn)
-        .await
-        .expect("create database");
-    let mut url = url::Url::parse(&server_url()).expect("url");
-    url.set_path(&format!("/{name}"));
-    (url.to_string(), name)
-}
-
-async fn drop_pg(name: &str) {
-    if let Ok(mut conn) = PgConnection::connect(&server_url()).await {
-        let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-        )))
-        .execute(&mut conn)
-        .await;
-    }
-}
 
 async fn fill(db: &Db) {
     for i in 0..QUEUED {
@@ -112,14 +84,14 @@ async fn claim_latency() {
     for engine in ["sqlite", "postgres"] {
         for claimers in [1, 4] {
             let dir = tempfile::tempdir().expect("tempdir");
-            let (url, pg) = if engine == "sqlite" {
+            let (url, _pg) = if engine == "sqlite" {
                 (
                     format!("sqlite://{}?mode=rwc", dir.path().join("b.db").display()),
                     None,
                 )
             } else {
-                let (url, name) = fresh_pg().await;
-                (url, Some(name))
+                let pg = FreshPg::new().await;
+                (pg.url.clone(), Some(pg))
             };
             let db = Arc::new(Db::connect(&url).await.expect("db"));
             fill(&db).await;
@@ -134,9 +106,6 @@ async fn claim_latency() {
             );
             p50s.push((engine, claimers, p50));
             db.pool.close().await;
-            if let Some(name) = pg {
-                drop_pg(&name).await;
-            }
         }
     }
     for claimers in [1, 4] {
@@ -225,7 +194,8 @@ async fn ready(http: &reqwest::Client, base: &str) {
 
 /// Scans per minute with `workers` worker processes.
 async fn throughput(workers: usize, scans: usize, media_url: &str) -> f64 {
-    let (url, name) = fresh_pg().await;
+    let pg = FreshPg::new().await;
+    let url = pg.url.clone();
     let dir = tempfile::tempdir().expect("tempdir");
     let cli = |args: &[&str]| {
         let out = brainscan(&url, &dir.path().join("cli"), args)
@@ -287,7 +257,7 @@ async fn throughput(workers: usize, scans: usize, media_url: &str) -> f64 {
     db.pool.close().await;
     drop(procs);
     drop(api);
-    drop_pg(&name).await;
+    drop(pg);
     per_minute
 }
 
