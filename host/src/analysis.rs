@@ -29,6 +29,8 @@ pub struct Analysis {
     pub plugins: Arc<Registry>,
     /// Corpus quantiles for the model in use; `None` when its folder has no table.
     pub benchmarks: Option<Arc<BenchmarkTable>>,
+    /// Whisper and the voice-activity gate; `None` only in processes that never analyse.
+    pub speech: Option<Arc<crate::speech::Speech>>,
 }
 
 fn plugin_stage_error(e: &PluginError) -> StageError {
@@ -332,10 +334,28 @@ impl Analyzer for Analysis {
                     transient: e.code() == "internal_error",
                     message: e.to_string(),
                 })?;
-            let provenance = serde_json::json!({"model": q.model, "adapter": q.adapter});
+            let (transcript, transcript_source) = crate::speech::transcript_of(
+                input.media,
+                input.probe,
+                q.duration_sec,
+                self.speech.clone(),
+            )
+            .await
+            .map_err(|e| StageError {
+                code: "internal_error",
+                message: e,
+                transient: true,
+            })?;
+            let provenance = serde_json::json!({
+                "model": q.model,
+                "adapter": q.adapter,
+                "transcript": transcript_source,
+            });
+            let mut clip = clip_of(&q);
+            clip.transcript = transcript;
             score_clip(
                 &self.plugins,
-                &clip_of(&q),
+                &clip,
                 &input.request.lenses,
                 provenance,
                 self.benchmarks.as_deref(),

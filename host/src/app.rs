@@ -31,6 +31,8 @@ pub struct App {
     pub ready: AtomicBool,
     /// Per-organisation request rate limit (GCRA token bucket); `None` when disabled.
     pub limiter: Option<governor::DefaultKeyedRateLimiter<String>>,
+    /// Embeds scan texts (workers) and queries (API), and searches remembered texts.
+    pub recall: crate::intelligence::recall::Recall,
 }
 
 impl App {
@@ -90,7 +92,11 @@ impl App {
                 std::num::NonZeroU32::new(config.http.rate_limit_burst.max(1)).unwrap_or(rate);
             governor::RateLimiter::keyed(governor::Quota::per_second(rate).allow_burst(burst))
         });
+        let recall = crate::intelligence::recall::Recall::new(
+            crate::speech::ModelPaths::under(&config.models_dir).embedder,
+        );
         Ok(Arc::new(Self {
+            recall,
             config,
             db,
             clock,
@@ -155,6 +161,16 @@ impl App {
         let registry = crate::plugins::Registry::open(runtime, db.clone(), clock.clone())
             .await
             .map_err(|e| anyhow::anyhow!("plugin registry: {e}"))?;
+        let paths = crate::speech::ModelPaths::under(&config.models_dir);
+        // Only processes that analyse need Whisper; every process embeds (queries or texts).
+        let speech = if config.role.runs_workers() {
+            let speech =
+                tokio::task::spawn_blocking(move || crate::speech::Speech::load(&paths)).await??;
+            tracing::info!(model = %speech.model_id(), "speech model ready");
+            Some(Arc::new(speech))
+        } else {
+            None
+        };
         let analyzer = Arc::new(crate::analysis::Analysis {
             qualia: Arc::new(crate::inference::run::Qualia {
                 gpu: Arc::new(gpu),
@@ -162,8 +178,12 @@ impl App {
             }),
             plugins: registry.clone(),
             benchmarks: benchmarks.map(Arc::new),
+            speech,
         });
-        Self::assemble(config, clock, db, analyzer, Some(registry)).await
+        let app = Self::assemble(config, clock, db, analyzer, Some(registry)).await?;
+        let embedder = app.recall.embedder().await?;
+        tracing::info!(model = %embedder.model_id, "text embedding model ready");
+        Ok(app)
     }
 
     /// Where downloads are written; removed when their scan's stage ends.

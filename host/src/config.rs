@@ -319,6 +319,31 @@ pub struct ServeConfig {
     pub plugins: PluginConfig,
     #[command(flatten)]
     pub artifacts: ArtifactConfig,
+    /// Folder of the speech and text models (Whisper, Silero VAD, all-MiniLM-L6-v2) that
+    /// `scripts/fetch-models` fills.
+    #[arg(long, env = "BRAINSCAN_MODELS_DIR", default_value_os_t = default_models_dir())]
+    pub models_dir: PathBuf,
+}
+
+/// `BRAINSCAN_MODELS_DIR` when set, else [`default_models_dir`] (for tools and tests that do
+/// not parse the command line).
+pub fn default_models_dir_from_env() -> PathBuf {
+    std::env::var_os("BRAINSCAN_MODELS_DIR")
+        .filter(|v| !v.is_empty())
+        .map_or_else(default_models_dir, PathBuf::from)
+}
+
+/// `$XDG_CACHE_HOME/brainscan/models`, else `~/.cache/brainscan/models` (where
+/// `scripts/fetch-models` puts them), else `models` in the working folder.
+pub fn default_models_dir() -> PathBuf {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
+    match cache {
+        Some(c) => c.join("brainscan").join("models"),
+        None => PathBuf::from("models"),
+    }
 }
 
 impl ServeConfig {

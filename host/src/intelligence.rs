@@ -1,15 +1,14 @@
 //! Cross-scan intelligence: rollups over an organisation's remembered scans, and recall.
 //!
-//! Recall in this build is lexical: texts (moment reasons and summaries) are ranked by
-//! stem overlap with the query. Semantic recall with sentence embeddings replaces the scorer
-//! in the transcription/intelligence issue; the response shape stays.
+//! Recall is semantic (sentence embeddings, see [`recall`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+
+pub mod recall;
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::clock::iso8601;
 use crate::result::ScanResult;
 
 /// One remembered scan.
@@ -30,13 +29,15 @@ pub struct DropSecond {
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct RecallHit {
     pub scan_id: String,
-    /// `moment` (a moment's reason) or `summary` (a scan's written read).
+    /// `moment` (a moment's reason), `summary` (a scan's written read) or `transcript` (a
+    /// line of what is said in the clip).
     pub kind: String,
-    /// The lens the text concerns; `overall` for summaries.
+    /// The lens the text concerns; `overall` for summaries and transcript lines.
     pub lens: String,
+    /// The second the text refers to: the moment's second, the line's start, 0 for summaries.
     pub second: u32,
     pub text: String,
-    /// Relevance 0-1.
+    /// Cosine similarity of the text and the query, 0-1 (hits below 0.1 are not returned).
     pub score: f64,
     pub created_at: String,
 }
@@ -144,57 +145,4 @@ pub fn rollup(scans: &[Remembered]) -> Rollup {
         query: None,
         recall: None,
     }
-}
-
-const STOPWORDS: [&str; 24] = [
-    "the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "is", "was", "were", "it", "this",
-    "that", "when", "with", "for", "as", "by", "be", "are", "there",
-];
-
-/// Lower-cased word stems (first five letters), stopwords removed.
-fn stems(text: &str) -> HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .map(str::to_lowercase)
-        .filter(|w| w.len() > 1 && !STOPWORDS.contains(&w.as_str()))
-        .map(|w| w.chars().take(5).collect())
-        .collect()
-}
-
-/// Ranks the organisation's texts by the share of query stems they contain.
-pub fn recall(scans: &[Remembered], query: &str) -> Vec<RecallHit> {
-    let q = stems(query);
-    if q.is_empty() {
-        return Vec::new();
-    }
-    let mut hits = Vec::new();
-    let mut consider = |scan: &Remembered, kind: &str, lens: &str, second: u32, text: &str| {
-        let t = stems(text);
-        let shared = q.intersection(&t).count();
-        if shared > 0 {
-            hits.push(RecallHit {
-                scan_id: scan.scan_id.clone(),
-                kind: kind.to_owned(),
-                lens: lens.to_owned(),
-                second,
-                text: text.to_owned(),
-                score: round2(shared as f64 / q.len() as f64),
-                created_at: iso8601(scan.created_at),
-            });
-        }
-    };
-    for scan in scans {
-        for m in &scan.result.moments {
-            consider(scan, "moment", &m.lens, m.second, &m.reason);
-        }
-        if !scan.result.summary.is_empty() {
-            consider(scan, "summary", "overall", 0, &scan.result.summary);
-        }
-    }
-    hits.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(b.created_at.cmp(&a.created_at))
-    });
-    hits.truncate(MAX_RECALL);
-    hits
 }

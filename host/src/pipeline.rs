@@ -186,11 +186,21 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
         })?;
         result.fmri_key = Some(key);
     }
+    // Embedded now, by the worker, so the first fetch only copies rows into memory.
+    let texts = app
+        .recall
+        .embed_result(&result)
+        .await
+        .map_err(|e| StageError {
+            code: "internal_error",
+            message: format!("embedding the scan's texts: {e}"),
+            transient: true,
+        })?;
     let json = serde_json::to_string(&result)
         .map_err(|e| StageError::permanent("internal_error", e.to_string()))?;
     let completed = app
         .db
-        .complete_scan(scan_id, &json, app.clock.now_ms())
+        .complete_scan(scan_id, &json, &texts, app.clock.now_ms())
         .await
         .map_err(internal)?;
     metrics::histogram!("brainscan_scan_duration_seconds").record(started.elapsed().as_secs_f64());

@@ -7,6 +7,7 @@ pub mod jobs;
 pub mod memory;
 pub mod orgs;
 pub mod plugins;
+pub mod recall;
 pub mod scans;
 pub mod secrets;
 pub mod wallet;

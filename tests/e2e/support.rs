@@ -272,7 +272,7 @@ pub fn fixture_result(duration: f64, lenses: &[String]) -> ScanResult {
             to: 20.0,
             delta: -21.0,
             z: -2.5,
-            reason: format!("{l} dropped when the music stopped"),
+            reason: format!("{l} fell sharply once the soundtrack went silent"),
             brain_reason: format!("{l} dropped"),
             content_line: None,
         })
@@ -331,7 +331,11 @@ pub fn fixture_result(duration: f64, lenses: &[String]) -> ScanResult {
             video: true,
             audio: true,
         },
-        transcript: vec![],
+        transcript: vec![brainscan::plugins::bindings::TranscriptLine {
+            start_sec: 1.2,
+            end_sec: 2.8,
+            text: "Grab a pair of these trainers before the weekend sale ends".into(),
+        }],
     }
 }
 

@@ -56,7 +56,15 @@ pub async fn get_intelligence(
         .map_err(ApiError::internal)?;
     let mut rollup = intelligence::rollup(&scans);
     if let Some(q) = params.q.filter(|q| !q.trim().is_empty()) {
-        rollup.recall = Some(intelligence::recall(&scans, &q));
+        let hits = app
+            .recall
+            .search(&app.db, &caller.org_id, &q)
+            .await
+            .map_err(|e| match e {
+                intelligence::recall::RecallError::Store(e) => ApiError::from(e),
+                other => ApiError::internal(other),
+            })?;
+        rollup.recall = Some(hits);
         rollup.query = Some(q);
     }
     Ok(Json(rollup))

@@ -266,6 +266,58 @@ impl AudioSamples {
     }
 }
 
+/// The first audio stream as 16 kHz (per `spec`) mono samples, at most `max_samples` of
+/// them (the rest is not decoded).
+///
+/// # Errors
+/// As [`AudioSamples`].
+pub async fn read_audio(
+    path: &Path,
+    spec: DecodeSpec,
+    max_samples: usize,
+) -> Result<Vec<f32>, DecodeError> {
+    let mut audio = AudioSamples::open(path, spec)?;
+    let mut out = Vec::new();
+    let mut block = vec![0f32; spec.sample_rate as usize];
+    while out.len() < max_samples {
+        let n = audio.next_block(&mut block).await?;
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&block[..n.min(max_samples - out.len())]);
+    }
+    if out.len() >= max_samples {
+        // Stopped early on purpose: the decoder's broken pipe is not an error.
+        drop(audio);
+        return Ok(out);
+    }
+    audio.finish().await?;
+    Ok(out)
+}
+
+/// The first subtitle stream converted to SubRip text, at most `max_bytes` of it. Bitmap
+/// subtitles (DVD, PGS) cannot be converted and fail with `Failed`.
+///
+/// # Errors
+/// `NoStream("subtitle")`, `Failed`, `Timeout`, or `Failed` when the text is too long.
+pub async fn read_subtitles(
+    path: &Path,
+    spec: DecodeSpec,
+    max_bytes: usize,
+) -> Result<String, DecodeError> {
+    let mut pipe = Pipe::spawn(path, &["-map", "0:s:0", "-f", "srt"], &spec, "subtitle")?;
+    let mut buf = vec![0u8; max_bytes + 1];
+    let n = pipe.fill(&mut buf).await?;
+    if n > max_bytes {
+        return Err(DecodeError::Failed(format!(
+            "the subtitle stream is longer than {max_bytes} bytes"
+        )));
+    }
+    pipe.finish().await?;
+    buf.truncate(n);
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,6 +61,11 @@ const SQLITE_MIGRATIONS: &[Migration] = &[
         "scaleout",
         include_str!("../../../migrations/sqlite/0003_scaleout.sql"),
     ),
+    (
+        4,
+        "recall",
+        include_str!("../../../migrations/sqlite/0004_recall.sql"),
+    ),
 ];
 
 const POSTGRES_MIGRATIONS: &[Migration] = &[
@@ -78,6 +83,11 @@ const POSTGRES_MIGRATIONS: &[Migration] = &[
         3,
         "scaleout",
         include_str!("../../../migrations/postgres/0003_scaleout.sql"),
+    ),
+    (
+        4,
+        "recall",
+        include_str!("../../../migrations/postgres/0004_recall.sql"),
     ),
 ];
 

@@ -284,21 +284,30 @@ impl Db {
     }
 
     /// Stores the result and marks the scan complete. Idempotent per scan.
+    /// Stores the result and the scan's embedded texts together: a scan is never complete
+    /// without the texts recall will need once it is remembered.
     pub async fn complete_scan(
         &self,
         id: &str,
         result_json: &str,
+        texts: &[super::recall::EmbeddedText],
         now_ms: i64,
     ) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
         let done = sqlx::query(
             "UPDATE scans SET status = 'complete', stage = 'done', progress = 100, result_json = $2, updated_at = $3, completed_at = $3 WHERE id = $1 AND status IN ('queued', 'processing')",
         )
         .bind(id)
         .bind(result_json)
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        super::recall::put_scan_texts(&mut tx, id, texts).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     /// Ends a scan in `error` (or `cancelled`) with a reason. Never charged.

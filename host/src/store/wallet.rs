@@ -113,6 +113,7 @@ impl Db {
                 .bind(created_at)
                 .execute(&mut *tx)
                 .await?;
+            super::recall::remember_texts(&mut tx, scan_id, org_id, created_at).await?;
         }
         tx.commit().await?;
         Ok(true)

@@ -1,0 +1,536 @@
+//! Whisper decoding: 30-second windows over the log-mel spectrogram, timestamp tokens,
+//! temperature fallback, and the seek rule that makes consecutive windows overlap.
+//!
+//! The network is `candle_transformers`' Whisper; the weights come from a CTranslate2 file
+//! through [`super::ct2`]. The decoding follows OpenAI's reference `transcribe()`:
+//! - every window is 3000 mel frames (the audio is padded with 30 s of silence first);
+//! - the timestamp rules keep timestamps paired and increasing and let the first one be at
+//!   most 1 s into the window;
+//! - when a window ends inside a segment, the next window starts at the last complete
+//!   segment's end, so no words are cut at a window edge (this is the overlap handling);
+//! - a window is re-decoded at a higher temperature when its text is repetitive
+//!   (compression ratio > 2.4) or unlikely (mean log-probability < −1), and is silence when
+//!   the no-speech probability is > 0.6 and the text is unlikely.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use anyhow::Context as _;
+use candle_core::{D, Device, IndexOp, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::whisper::{self as m, Config, audio};
+use rand::SeedableRng;
+use rand::distr::Distribution;
+use tokenizers::Tokenizer;
+
+use super::ct2::{self, Ct2Model};
+
+/// Mel frames per window and seconds per frame.
+const N_FRAMES: usize = m::N_FRAMES;
+const FRAME_SECS: f64 = m::HOP_LENGTH as f64 / m::SAMPLE_RATE as f64;
+/// Seconds per timestamp token (two mel frames).
+const TIMESTAMP_SECS: f64 = 0.02;
+/// Text tokens decoded per window at most (half the text context, as the reference).
+const MAX_TOKENS: usize = 224;
+const TEMPERATURES: [f64; 6] = m::TEMPERATURES;
+
+/// One decoded stretch of speech, in seconds from the start of the audio.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    pub start: f64,
+    pub end: f64,
+    pub text: String,
+    /// Mean log-probability of the window's tokens.
+    pub avg_logprob: f64,
+    /// The window's probability of "no speech" at its first token.
+    pub no_speech_prob: f64,
+}
+
+struct SpecialTokens {
+    sot: u32,
+    eot: u32,
+    no_timestamps: u32,
+    no_speech: u32,
+    timestamp_begin: u32,
+    /// `<|en|>` and `<|transcribe|>` for multilingual models; empty for `.en` models.
+    task: Vec<u32>,
+}
+
+/// A loaded model. Cheap to clone per transcription: tensors are shared.
+pub struct WhisperModel {
+    model: m::model::Whisper,
+    tokenizer: Tokenizer,
+    filters: Vec<f32>,
+    tokens: SpecialTokens,
+    /// Never sampled: the config's suppress list plus the special tokens that are not
+    /// timestamps or end-of-text.
+    suppress: Vec<u32>,
+    /// Suppressed at the first text token: a space and end-of-text.
+    suppress_begin: Vec<u32>,
+    pub id: String,
+}
+
+#[derive(serde::Deserialize)]
+struct SideConfig {
+    #[serde(default)]
+    suppress_ids: Vec<u32>,
+    #[serde(default)]
+    suppress_ids_begin: Vec<u32>,
+}
+
+fn token(t: &Tokenizer, s: &str) -> anyhow::Result<u32> {
+    t.token_to_id(s)
+        .with_context(|| format!("tokenizer.json has no {s} token"))
+}
+
+impl WhisperModel {
+    /// Loads `model.bin` (CTranslate2), `tokenizer.json`, `config.json` (suppress lists) and
+    /// `mel_{n}.npy` (the filter bank) from `dir`.
+    ///
+    /// # Errors
+    /// A missing or malformed file, with its name.
+    pub fn load(dir: &Path) -> anyhow::Result<Self> {
+        let device = Device::Cpu;
+        let bin = dir.join("model.bin");
+        let size = std::fs::metadata(&bin)
+            .with_context(|| format!("{} (run scripts/fetch-models)", bin.display()))?
+            .len();
+        if size > ct2::MAX_FILE_BYTES {
+            anyhow::bail!("{} is larger than 4 GiB", bin.display());
+        }
+        let parsed = Ct2Model::parse(std::fs::read(&bin)?)?;
+        let shape = ct2::whisper_shape(&parsed)?;
+        let tensors = ct2::whisper_tensors(&parsed, &shape, &device)?;
+        drop(parsed);
+        let side: SideConfig = serde_json::from_slice(
+            &std::fs::read(dir.join("config.json")).context("whisper config.json")?,
+        )
+        .context("whisper config.json")?;
+        let config = Config {
+            num_mel_bins: shape.n_mels,
+            max_source_positions: shape.audio_ctx,
+            d_model: shape.d_model,
+            encoder_attention_heads: shape.encoder_heads,
+            encoder_layers: shape.encoder_layers,
+            vocab_size: shape.vocab,
+            max_target_positions: shape.text_ctx,
+            decoder_attention_heads: shape.decoder_heads,
+            decoder_layers: shape.decoder_layers,
+            suppress_tokens: side.suppress_ids.clone(),
+        };
+        let vb = VarBuilder::from_tensors(tensors, m::DTYPE, &device);
+        let model = m::model::Whisper::load(&vb, config)?;
+        let tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
+            .map_err(|e| anyhow::anyhow!("whisper tokenizer.json: {e}"))?;
+        let filters = mel_filters(dir, shape.n_mels)?;
+        let multilingual = shape.vocab >= 51865;
+        let sot = token(&tokenizer, m::SOT_TOKEN)?;
+        let no_timestamps = token(&tokenizer, m::NO_TIMESTAMPS_TOKEN)?;
+        let tokens = SpecialTokens {
+            sot,
+            eot: token(&tokenizer, m::EOT_TOKEN)?,
+            no_timestamps,
+            no_speech: m::NO_SPEECH_TOKENS
+                .iter()
+                .find_map(|s| tokenizer.token_to_id(s))
+                .context("tokenizer.json has no no-speech token")?,
+            timestamp_begin: no_timestamps + 1,
+            task: if multilingual {
+                vec![
+                    token(&tokenizer, "<|en|>")?,
+                    token(&tokenizer, m::TRANSCRIBE_TOKEN)?,
+                ]
+            } else {
+                Vec::new()
+            },
+        };
+        if tokens.timestamp_begin as usize >= shape.vocab {
+            anyhow::bail!("the vocabulary has no timestamp tokens");
+        }
+        let mut suppress = side.suppress_ids;
+        suppress.extend(sot..tokens.timestamp_begin);
+        suppress.retain(|&t| t != tokens.eot && (t as usize) < shape.vocab);
+        let suppress_begin = if side.suppress_ids_begin.is_empty() {
+            vec![220, tokens.eot]
+        } else {
+            side.suppress_ids_begin
+        };
+        let id = format!(
+            "whisper-{}x{}{}",
+            shape.decoder_layers,
+            shape.d_model,
+            if multilingual { "" } else { ".en" }
+        );
+        Ok(Self {
+            model,
+            tokenizer,
+            filters,
+            tokens,
+            suppress,
+            suppress_begin,
+            id,
+        })
+    }
+
+    /// Log-mel spectrogram of 16 kHz mono `pcm` followed by 30 s of silence, as
+    /// `(n_mels, frames)` plus the number of frames that hold real audio.
+    fn mel(&self, pcm: &[f32]) -> candle_core::Result<(Tensor, usize)> {
+        let n_mels = self.model.config.num_mel_bins;
+        let mut padded = Vec::with_capacity(pcm.len() + m::N_SAMPLES);
+        padded.extend_from_slice(pcm);
+        padded.resize(pcm.len() + m::N_SAMPLES, 0.0);
+        let mel = audio::pcm_to_mel(&self.model.config, &padded, &self.filters);
+        let frames = mel.len() / n_mels;
+        let content = pcm.len() / m::HOP_LENGTH;
+        Ok((
+            Tensor::from_vec(mel, (n_mels, frames), &Device::Cpu)?,
+            content,
+        ))
+    }
+
+    /// Transcribes `pcm`. `skip_to(t)` is asked at each window start for the next second at
+    /// or after `t` worth decoding (the voice-activity gate); `None` ends the transcription.
+    ///
+    /// # Errors
+    /// Tensor errors.
+    pub fn transcribe(
+        &self,
+        pcm: &[f32],
+        skip_to: &dyn Fn(f64) -> Option<f64>,
+    ) -> anyhow::Result<Vec<Segment>> {
+        let mut model = self.model.clone();
+        let (mel, content_frames) = self.mel(pcm)?;
+        let mut seek = 0usize;
+        let mut segments = Vec::new();
+        while seek < content_frames {
+            // Jump over stretches without speech; start a little before the speech so the
+            // first timestamp (at most 1 s in) can land on it.
+            let Some(next) = skip_to(seek as f64 * FRAME_SECS) else {
+                break;
+            };
+            let next_frame = ((next / FRAME_SECS).floor() as usize).max(seek);
+            if next_frame >= content_frames {
+                break;
+            }
+            seek = next_frame;
+            let window_frames = N_FRAMES.min(content_frames - seek);
+            let window = mel.narrow(1, seek, N_FRAMES)?.unsqueeze(0)?;
+            let offset = seek as f64 * FRAME_SECS;
+            let features = model.encoder.forward(&window, true)?;
+            let decoded = self.decode_with_fallback(&mut model, &features, seek as u64)?;
+            let silent = decoded.no_speech_prob > m::NO_SPEECH_THRESHOLD
+                && decoded.avg_logprob < m::LOGPROB_THRESHOLD;
+            let (found, advance) = self.segments(&decoded, offset, window_frames);
+            if !silent {
+                segments.extend(found.into_iter().map(|mut s| {
+                    let limit = content_frames as f64 * FRAME_SECS;
+                    s.end = s.end.min(limit);
+                    s.start = s.start.min(s.end);
+                    s
+                }));
+            }
+            seek += advance.max(1);
+        }
+        Ok(segments)
+    }
+
+    /// Splits a window's tokens at timestamp pairs; returns the segments and how many mel
+    /// frames to advance (to the last complete segment when the window ends mid-segment).
+    fn segments(&self, d: &Decoded, offset: f64, window_frames: usize) -> (Vec<Segment>, usize) {
+        let tb = self.tokens.timestamp_begin;
+        let toks = &d.tokens;
+        let is_ts = |t: u32| t >= tb;
+        let time = |t: u32| offset + f64::from(t - tb) * TIMESTAMP_SECS;
+        let single_ending =
+            toks.len() >= 2 && !is_ts(toks[toks.len() - 2]) && is_ts(toks[toks.len() - 1]);
+        let consecutive: Vec<usize> = (1..toks.len())
+            .filter(|&i| is_ts(toks[i]) && is_ts(toks[i - 1]))
+            .collect();
+        let make = |slice: &[u32], start: f64, end: f64| Segment {
+            start,
+            end,
+            text: self.text(slice),
+            avg_logprob: d.avg_logprob,
+            no_speech_prob: d.no_speech_prob,
+        };
+        let mut out = Vec::new();
+        if consecutive.is_empty() {
+            let mut end = offset + window_frames as f64 * FRAME_SECS;
+            if let Some(&last) = toks.iter().rev().find(|&&t| is_ts(t))
+                && last != tb
+            {
+                end = time(last);
+            }
+            let start = toks
+                .first()
+                .filter(|&&t| is_ts(t))
+                .map_or(offset, |&t| time(t));
+            out.push(make(toks, start, end));
+            return (out, window_frames);
+        }
+        let mut slices = consecutive;
+        if single_ending {
+            slices.push(toks.len());
+        }
+        let mut last = 0;
+        for &cut in &slices {
+            let slice = &toks[last..cut];
+            if let (Some(&a), Some(&b)) = (slice.first(), slice.last())
+                && is_ts(a)
+                && is_ts(b)
+            {
+                out.push(make(slice, time(a), time(b)));
+            }
+            last = cut;
+        }
+        let advance = if single_ending {
+            window_frames
+        } else {
+            // Resume at the last complete segment's end timestamp (2 frames per step).
+            (toks[last - 1].saturating_sub(tb) as usize * 2).min(window_frames)
+        };
+        (out, advance)
+    }
+
+    fn text(&self, tokens: &[u32]) -> String {
+        let text: Vec<u32> = tokens
+            .iter()
+            .copied()
+            .filter(|&t| t < self.tokens.eot)
+            .collect();
+        self.tokenizer
+            .decode(&text, true)
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    }
+
+    fn decode_with_fallback(
+        &self,
+        model: &mut m::model::Whisper,
+        features: &Tensor,
+        seed: u64,
+    ) -> anyhow::Result<Decoded> {
+        let mut last = None;
+        for (i, &t) in TEMPERATURES.iter().enumerate() {
+            let d = self.decode(model, features, t, seed.wrapping_add(i as u64))?;
+            let silent =
+                d.no_speech_prob > m::NO_SPEECH_THRESHOLD && d.avg_logprob < m::LOGPROB_THRESHOLD;
+            let bad = compression_ratio(&self.text(&d.tokens)) > m::COMPRESSION_RATIO_THRESHOLD
+                || d.avg_logprob < m::LOGPROB_THRESHOLD;
+            if silent || !bad {
+                return Ok(d);
+            }
+            last = Some(d);
+        }
+        last.context("no temperatures")
+    }
+
+    /// One decoding pass over a window's encoder output.
+    fn decode(
+        &self,
+        model: &mut m::model::Whisper,
+        features: &Tensor,
+        temperature: f64,
+        seed: u64,
+    ) -> anyhow::Result<Decoded> {
+        let tk = &self.tokens;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut tokens = vec![tk.sot];
+        tokens.extend(&tk.task);
+        let prefix = tokens.len();
+        let mut sum_logprob = 0f64;
+        let mut no_speech_prob = 0f64;
+        for i in 0..MAX_TOKENS {
+            let input = Tensor::new(tokens.as_slice(), features.device())?.unsqueeze(0)?;
+            let hidden = model.decoder.forward(&input, features, i == 0)?;
+            if i == 0 {
+                // The no-speech probability is read at the start-of-transcript position.
+                let first = model.decoder.final_linear(&hidden.i((.., 0..1))?)?;
+                let p = candle_nn::ops::softmax(&first.i((0, 0))?, D::Minus1)?;
+                no_speech_prob = f64::from(p.i(tk.no_speech as usize)?.to_scalar::<f32>()?);
+            }
+            let (_, seq, _) = hidden.dims3()?;
+            let logits = model
+                .decoder
+                .final_linear(&hidden.i((.., seq - 1..))?)?
+                .i((0, 0))?
+                .to_vec1::<f32>()?;
+            let mut logits = logits;
+            self.apply_rules(&mut logits, &tokens[prefix..]);
+            let logprobs = log_softmax(&logits);
+            let next = if temperature <= 0.0 {
+                argmax(&logits)
+            } else {
+                let weights: Vec<f64> = logits
+                    .iter()
+                    .map(|&l| {
+                        if l.is_finite() {
+                            (f64::from(l) / temperature).exp()
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect();
+                let max = weights.iter().copied().fold(0.0, f64::max);
+                let weights: Vec<f64> = weights
+                    .iter()
+                    .map(|w| w / max.max(f64::MIN_POSITIVE))
+                    .collect();
+                rand::distr::weighted::WeightedIndex::new(&weights)
+                    .map(|d| d.sample(&mut rng) as u32)
+                    .unwrap_or_else(|_| argmax(&logits))
+            };
+            sum_logprob += f64::from(logprobs[next as usize]);
+            tokens.push(next);
+            if next == tk.eot {
+                break;
+            }
+        }
+        let generated: Vec<u32> = tokens[prefix..]
+            .iter()
+            .copied()
+            .filter(|&t| t != tk.eot)
+            .collect();
+        let n = (tokens.len() - prefix).max(1);
+        Ok(Decoded {
+            avg_logprob: sum_logprob / n as f64,
+            tokens: generated,
+            no_speech_prob,
+        })
+    }
+
+    /// Suppression and OpenAI's timestamp rules, on the logits of the next token given the
+    /// tokens `sampled` so far in this window.
+    fn apply_rules(&self, logits: &mut [f32], sampled: &[u32]) {
+        let tk = &self.tokens;
+        let tb = tk.timestamp_begin as usize;
+        let ninf = f32::NEG_INFINITY;
+        for &t in &self.suppress {
+            logits[t as usize] = ninf;
+        }
+        logits[tk.no_timestamps as usize] = ninf;
+        if sampled.is_empty() {
+            for &t in &self.suppress_begin {
+                if let Some(l) = logits.get_mut(t as usize) {
+                    *l = ninf;
+                }
+            }
+        }
+        let is_ts = |t: u32| t as usize >= tb;
+        let last_ts = sampled.last().is_some_and(|&t| is_ts(t));
+        let penultimate_ts = sampled.len() < 2 || is_ts(sampled[sampled.len() - 2]);
+        if last_ts {
+            if penultimate_ts {
+                logits[tb..].fill(ninf);
+            } else {
+                logits[..tk.eot as usize].fill(ninf);
+            }
+        }
+        if let Some(&last) = sampled.iter().rev().find(|&&t| is_ts(t)) {
+            let floor = if last_ts && !penultimate_ts {
+                last
+            } else {
+                last + 1
+            } as usize;
+            let end = floor.min(logits.len());
+            logits[tb..end].fill(ninf);
+        }
+        if sampled.is_empty() {
+            logits[..tb].fill(ninf);
+            // The first timestamp is at most 1 s into the window.
+            let max_initial = tb + (1.0 / TIMESTAMP_SECS).round() as usize + 1;
+            if max_initial < logits.len() {
+                logits[max_initial..].fill(ninf);
+            }
+        }
+        // When timestamps together are likelier than any text token, take a timestamp.
+        let logprobs = log_softmax(logits);
+        let ts_logprob = log_sum_exp(&logprobs[tb..]);
+        let max_text = logprobs[..tb]
+            .iter()
+            .copied()
+            .fold(f32::NEG_INFINITY, f32::max);
+        if ts_logprob > max_text {
+            logits[..tb].fill(ninf);
+        }
+    }
+}
+
+struct Decoded {
+    /// Generated tokens without the prompt and end-of-text.
+    tokens: Vec<u32>,
+    avg_logprob: f64,
+    no_speech_prob: f64,
+}
+
+fn argmax(v: &[f32]) -> u32 {
+    v.iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map_or(0, |(i, _)| i as u32)
+}
+
+fn log_sum_exp(v: &[f32]) -> f32 {
+    let max = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    if !max.is_finite() {
+        return max;
+    }
+    max + v.iter().map(|x| (x - max).exp()).sum::<f32>().ln()
+}
+
+fn log_softmax(v: &[f32]) -> Vec<f32> {
+    let lse = log_sum_exp(v);
+    v.iter().map(|x| x - lse).collect()
+}
+
+/// zlib compression ratio of the text: repetitive hallucinations compress well.
+pub fn compression_ratio(text: &str) -> f64 {
+    if text.is_empty() {
+        return 0.0;
+    }
+    let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    if enc.write_all(text.as_bytes()).is_err() {
+        return 0.0;
+    }
+    enc.finish()
+        .map_or(0.0, |z| text.len() as f64 / z.len().max(1) as f64)
+}
+
+/// The mel filter bank `mel_{n}.npy` (from Whisper's `mel_filters.npz`), `(n_mels, 201)`.
+fn mel_filters(dir: &Path, n_mels: usize) -> anyhow::Result<Vec<f32>> {
+    let path = dir.join(format!("mel_{n_mels}.npy"));
+    let t = Tensor::read_npy(&path)
+        .with_context(|| format!("{} (run scripts/fetch-models)", path.display()))?;
+    let dims = t.dims().to_vec();
+    if dims != [n_mels, m::N_FFT / 2 + 1] {
+        anyhow::bail!("{} has shape {dims:?}", path.display());
+    }
+    Ok(t.to_dtype(candle_core::DType::F32)?
+        .flatten_all()?
+        .to_vec1()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repetition_compresses() {
+        assert!(compression_ratio(&"thank you ".repeat(30)) > 2.4);
+        assert!(
+            compression_ratio(
+                "And so my fellow Americans, ask not what your country can do for you"
+            ) < 2.0
+        );
+    }
+
+    #[test]
+    fn log_softmax_sums_to_one() {
+        let p: f32 = log_softmax(&[1.0, 2.0, f32::NEG_INFINITY, 0.5])
+            .iter()
+            .map(|l| l.exp())
+            .sum();
+        assert!((p - 1.0).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,161 @@
+//! Embedded texts for semantic recall: `scan_texts` (written with a scan's result) and
+//! `recall_texts` (the organisation's memory, copied at the scan's first fetch).
+
+use sqlx::{Any, Row, Transaction};
+
+use super::{Db, StoreResult};
+
+/// One searchable text of a scan and its embedding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddedText {
+    /// `moment`, `summary` or `transcript`.
+    pub kind: String,
+    pub lens: String,
+    pub second: u32,
+    pub text: String,
+    pub model_id: String,
+    /// L2-normalised.
+    pub vector: Vec<f32>,
+}
+
+/// A row of an organisation's memory, as the in-memory index loads it.
+#[derive(Debug, Clone)]
+pub struct RecallRow {
+    pub id: i64,
+    pub scan_id: String,
+    pub kind: String,
+    pub lens: String,
+    pub second: u32,
+    pub text: String,
+    pub vector: Vec<f32>,
+    pub created_at: i64,
+}
+
+pub fn vector_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn vector_from(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+/// Replaces a scan's texts (a retried job writes them again).
+pub(super) async fn put_scan_texts(
+    tx: &mut Transaction<'_, Any>,
+    scan_id: &str,
+    texts: &[EmbeddedText],
+) -> StoreResult<()> {
+    sqlx::query("DELETE FROM scan_texts WHERE scan_id = $1")
+        .bind(scan_id)
+        .execute(&mut **tx)
+        .await?;
+    for (ord, t) in texts.iter().enumerate() {
+        sqlx::query("INSERT INTO scan_texts (scan_id, ord, kind, lens, second, text, model_id, vector) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
+            .bind(scan_id)
+            .bind(ord as i64)
+            .bind(&t.kind)
+            .bind(&t.lens)
+            .bind(i64::from(t.second))
+            .bind(&t.text)
+            .bind(&t.model_id)
+            .bind(vector_bytes(&t.vector))
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Copies a scan's texts into its organisation's memory (inside the first-fetch transaction).
+pub(super) async fn remember_texts(
+    tx: &mut Transaction<'_, Any>,
+    scan_id: &str,
+    org_id: &str,
+    created_at: i64,
+) -> StoreResult<()> {
+    sqlx::query("INSERT INTO recall_texts (org_id, scan_id, kind, lens, second, text, model_id, vector, created_at) SELECT $1, scan_id, kind, lens, second, text, model_id, vector, $2 FROM scan_texts WHERE scan_id = $3 ORDER BY ord")
+        .bind(org_id)
+        .bind(created_at)
+        .bind(scan_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+impl Db {
+    /// The organisation's remembered texts of `model_id` with `id > after`, in id order, at
+    /// most `limit`.
+    pub async fn recall_rows(
+        &self,
+        org_id: &str,
+        model_id: &str,
+        after: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<RecallRow>> {
+        let rows = sqlx::query("SELECT id, scan_id, kind, lens, second, text, vector, created_at FROM recall_texts WHERE org_id = $1 AND model_id = $2 AND id > $3 ORDER BY id LIMIT $4")
+            .bind(org_id)
+            .bind(model_id)
+            .bind(after)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                let bytes: Vec<u8> = r.try_get("vector")?;
+                let second: i64 = r.try_get("second")?;
+                Ok(RecallRow {
+                    id: r.try_get("id")?,
+                    scan_id: r.try_get("scan_id")?,
+                    kind: r.try_get("kind")?,
+                    lens: r.try_get("lens")?,
+                    second: u32::try_from(second).unwrap_or(0),
+                    text: r.try_get("text")?,
+                    vector: vector_from(&bytes),
+                    created_at: r.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// How many remembered texts of `model_id` the organisation has.
+    pub async fn recall_count(&self, org_id: &str, model_id: &str) -> StoreResult<i64> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n FROM recall_texts WHERE org_id = $1 AND model_id = $2",
+        )
+        .bind(org_id)
+        .bind(model_id)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get("n")?)
+    }
+
+    /// Adds texts straight to an organisation's memory (bulk loads and benchmarks; scans go
+    /// through `scan_texts` and the first fetch).
+    pub async fn insert_recall_texts(
+        &self,
+        org_id: &str,
+        scan_id: &str,
+        created_at: i64,
+        texts: &[EmbeddedText],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        for t in texts {
+            sqlx::query("INSERT INTO recall_texts (org_id, scan_id, kind, lens, second, text, model_id, vector, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)")
+                .bind(org_id)
+                .bind(scan_id)
+                .bind(&t.kind)
+                .bind(&t.lens)
+                .bind(i64::from(t.second))
+                .bind(&t.text)
+                .bind(&t.model_id)
+                .bind(vector_bytes(&t.vector))
+                .bind(created_at)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}

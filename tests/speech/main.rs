@@ -1,0 +1,7 @@
+//! Speech transcription and sentence embeddings on the real models (`scripts/fetch-models`)
+//! and real audio: whisper.cpp's `jfk.wav`, the Big Buck Bunny soundtrack (music and effects,
+//! no speech), silence, espeak-ng speech placed after known silence, and embedded subtitles.
+
+mod embedding;
+mod support;
+mod transcription;

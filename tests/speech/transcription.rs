@@ -1,0 +1,213 @@
+use std::process::Command;
+
+use crate::support::{self, duration, espeak, real_media, run, transcript, wer};
+
+const JFK: &str = "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country.";
+
+fn joined(lines: &[brainscan::plugins::bindings::TranscriptLine]) -> String {
+    lines
+        .iter()
+        .map(|l| l.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[tokio::test]
+async fn jfk_is_transcribed_within_ten_percent_wer() {
+    let (lines, source) = transcript(&real_media().join("jfk.wav")).await;
+    assert_eq!(source, "speech");
+    let text = joined(&lines);
+    let w = wer(JFK, &text);
+    eprintln!("jfk.wav: WER {w:.3}: {text:?} {lines:?}");
+    assert!(w <= 0.10, "WER {w:.3}: {text:?}");
+    // Timed lines inside the 11 s clip, in order.
+    assert!(lines.windows(2).all(|p| p[0].start_sec <= p[1].start_sec));
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.start_sec >= 0.0 && l.end_sec <= 11.1 && l.start_sec < l.end_sec)
+    );
+}
+
+#[tokio::test]
+async fn silence_and_music_yield_no_lines() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let silence = dir.path().join("silence.wav");
+    // 20 s of near-silence (a faint noise floor, as a real room has).
+    run(Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "anoisesrc=color=pink:amplitude=0.002:d=20",
+            "-ar",
+            "16000",
+            "-ac",
+            "1",
+        ])
+        .arg(&silence));
+    let (lines, _) = transcript(&silence).await;
+    assert!(lines.is_empty(), "silence: {lines:?}");
+    let digital = dir.path().join("digital.wav");
+    run(Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "anullsrc=r=16000:cl=mono",
+            "-t",
+            "15",
+        ])
+        .arg(&digital));
+    let (lines, _) = transcript(&digital).await;
+    assert!(lines.is_empty(), "digital silence: {lines:?}");
+    // The Big Buck Bunny trailer and excerpt: orchestral score and effects, nobody speaks.
+    for clip in ["trailer_bbb.mp4", "bigbuckbunny.mp4"] {
+        let (lines, source) = transcript(&real_media().join(clip)).await;
+        assert_eq!(source, "speech");
+        assert!(lines.is_empty(), "{clip}: {lines:?}");
+    }
+}
+
+#[tokio::test]
+async fn lines_start_within_a_second_of_speech_after_known_silence() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let a = espeak(
+        dir.path(),
+        "a",
+        "The quick brown fox jumps over the lazy dog.",
+    );
+    let b = espeak(dir.path(), "b", "Please call me back before noon tomorrow.");
+    let da = duration(&a).await;
+    let clip = dir.path().join("clip.wav");
+    // 6 s of silence, sentence A, 5 s of silence, sentence B, 2 s of silence.
+    run(Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "anullsrc=r=16000:cl=mono:d=6",
+        ])
+        .arg("-i")
+        .arg(&a)
+        .args(["-f", "lavfi", "-i", "anullsrc=r=16000:cl=mono:d=5"])
+        .arg("-i")
+        .arg(&b)
+        .args(["-f", "lavfi", "-i", "anullsrc=r=16000:cl=mono:d=2"])
+        .args([
+            "-filter_complex",
+            "[0][1][2][3][4]concat=n=5:v=0:a=1",
+            "-ar",
+            "16000",
+            "-ac",
+            "1",
+        ])
+        .arg(&clip));
+    let (lines, _) = transcript(&clip).await;
+    eprintln!("{lines:?}");
+    let starts_at = |needle: &str| {
+        lines
+            .iter()
+            .find(|l| l.text.to_lowercase().contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle:?} in {lines:?}"))
+            .start_sec
+    };
+    let expected_b = 6.0 + da + 5.0;
+    assert!(
+        (f64::from(starts_at("quick")) - 6.0).abs() <= 1.0,
+        "{lines:?}"
+    );
+    assert!(
+        (f64::from(starts_at("noon")) - expected_b).abs() <= 1.0,
+        "B at {expected_b:.2}: {lines:?}"
+    );
+    // Nothing is transcribed in the leading silence.
+    assert!(lines.iter().all(|l| l.start_sec >= 5.0), "{lines:?}");
+}
+
+#[tokio::test]
+async fn speech_longer_than_a_window_is_transcribed_across_windows() {
+    // 45 s: jfk.wav four times with 1 s gaps, so speech crosses the 30 s window edge.
+    let dir = tempfile::tempdir().expect("tmp");
+    let jfk = real_media().join("jfk.wav");
+    let clip = dir.path().join("long.wav");
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-v", "error"]);
+    for _ in 0..4 {
+        cmd.arg("-i")
+            .arg(&jfk)
+            .args(["-f", "lavfi", "-i", "anullsrc=r=16000:cl=mono:d=1"]);
+    }
+    cmd.args([
+        "-filter_complex",
+        "[0][1][2][3][4][5][6][7]concat=n=8:v=0:a=1",
+        "-ar",
+        "16000",
+        "-ac",
+        "1",
+    ])
+    .arg(&clip);
+    run(&mut cmd);
+    let (lines, _) = transcript(&clip).await;
+    let text = joined(&lines);
+    let reference = [JFK; 4].join(" ");
+    let w = wer(&reference, &text);
+    eprintln!("4×jfk: WER {w:.3}: {lines:?}");
+    assert!(w <= 0.15, "WER {w:.3}: {text}");
+    assert!(lines.last().is_some_and(|l| l.end_sec > 40.0), "{lines:?}");
+}
+
+#[tokio::test]
+async fn embedded_subtitles_are_used_instead_of_speech() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let srt = dir.path().join("subs.srt");
+    std::fs::write(&srt, "1\n00:00:00,500 --> 00:00:02,000\nWelcome to the <i>launch</i>.\n\n2\n00:00:03,000 --> 00:00:04,500\nBuy it today.\n").expect("srt");
+    let clip = dir.path().join("subbed.mp4");
+    run(Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=frequency=440:duration=5",
+            "-i",
+        ])
+        .arg(&srt)
+        .args(["-c:a", "aac", "-c:s", "mov_text"])
+        .arg(&clip));
+    let (lines, source) = transcript(&clip).await;
+    assert_eq!(source, "subtitles");
+    let got: Vec<(f32, f32, &str)> = lines
+        .iter()
+        .map(|l| (l.start_sec, l.end_sec, l.text.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (0.5, 2.0, "Welcome to the launch."),
+            (3.0, 4.5, "Buy it today.")
+        ]
+    );
+}
+
+#[test]
+fn the_whisper_loader_rejects_a_truncated_model() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let src = support::models().whisper;
+    for f in ["tokenizer.json", "config.json", "mel_80.npy"] {
+        std::fs::copy(src.join(f), dir.path().join(f)).expect("copy");
+    }
+    let bytes = std::fs::read(src.join("model.bin")).expect("model.bin");
+    std::fs::write(dir.path().join("model.bin"), &bytes[..bytes.len() / 2]).expect("write");
+    let err = brainscan::speech::whisper::WhisperModel::load(dir.path())
+        .err()
+        .expect("refused");
+    assert!(format!("{err:#}").contains("truncated"), "{err:#}");
+}
