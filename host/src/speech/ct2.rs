@@ -391,42 +391,51 @@ pub fn whisper_tensors(
             &mut put,
         )?;
     }
-    for i in 0..shape.encoder_layers {
-        let from = format!("encoder/layer_{i}");
-        let to = format!("model.encoder.layers.{i}");
+    // Self-attention and feed-forward blocks are named alike on both sides.
+    for (side, layers) in [
+        ("encoder", shape.encoder_layers),
+        ("decoder", shape.decoder_layers),
+    ] {
+        for i in 0..layers {
+            let from = format!("{side}/layer_{i}");
+            let to = format!("model.{side}.layers.{i}");
+            layer_norm(
+                &format!("{from}/self_attention/layer_norm"),
+                &format!("{to}.self_attn_layer_norm"),
+                &mut put,
+            )?;
+            fused_qkv(
+                &format!("{from}/self_attention/linear_0"),
+                &format!("{to}.self_attn"),
+                &mut put,
+            )?;
+            linear(
+                &format!("{from}/self_attention/linear_1"),
+                &format!("{to}.self_attn.out_proj"),
+                &mut put,
+            )?;
+            layer_norm(
+                &format!("{from}/ffn/layer_norm"),
+                &format!("{to}.final_layer_norm"),
+                &mut put,
+            )?;
+            linear(
+                &format!("{from}/ffn/linear_0"),
+                &format!("{to}.fc1"),
+                &mut put,
+            )?;
+            linear(
+                &format!("{from}/ffn/linear_1"),
+                &format!("{to}.fc2"),
+                &mut put,
+            )?;
+        }
         layer_norm(
-            &format!("{from}/self_attention/layer_norm"),
-            &format!("{to}.self_attn_layer_norm"),
-            &mut put,
-        )?;
-        fused_qkv(
-            &format!("{from}/self_attention/linear_0"),
-            &format!("{to}.self_attn"),
-            &mut put,
-        )?;
-        linear(
-            &format!("{from}/self_attention/linear_1"),
-            &format!("{to}.self_attn.out_proj"),
-            &mut put,
-        )?;
-        layer_norm(
-            &format!("{from}/ffn/layer_norm"),
-            &format!("{to}.final_layer_norm"),
-            &mut put,
-        )?;
-        linear(
-            &format!("{from}/ffn/linear_0"),
-            &format!("{to}.fc1"),
-            &mut put,
-        )?;
-        linear(
-            &format!("{from}/ffn/linear_1"),
-            &format!("{to}.fc2"),
+            &format!("{side}/layer_norm"),
+            &format!("model.{side}.layer_norm"),
             &mut put,
         )?;
     }
-    layer_norm("encoder/layer_norm", "model.encoder.layer_norm", &mut put)?;
-
     put(
         "model.decoder.embed_tokens.weight".into(),
         get("decoder/embeddings/weight")?,
@@ -435,61 +444,31 @@ pub fn whisper_tensors(
         "model.decoder.embed_positions.weight".into(),
         get("decoder/position_encodings/encodings")?,
     );
+    // Cross-attention exists only in the decoder.
     for i in 0..shape.decoder_layers {
-        let from = format!("decoder/layer_{i}");
+        let from = format!("decoder/layer_{i}/attention");
         let to = format!("model.decoder.layers.{i}");
         layer_norm(
-            &format!("{from}/self_attention/layer_norm"),
-            &format!("{to}.self_attn_layer_norm"),
-            &mut put,
-        )?;
-        fused_qkv(
-            &format!("{from}/self_attention/linear_0"),
-            &format!("{to}.self_attn"),
-            &mut put,
-        )?;
-        linear(
-            &format!("{from}/self_attention/linear_1"),
-            &format!("{to}.self_attn.out_proj"),
-            &mut put,
-        )?;
-        layer_norm(
-            &format!("{from}/attention/layer_norm"),
+            &format!("{from}/layer_norm"),
             &format!("{to}.encoder_attn_layer_norm"),
             &mut put,
         )?;
         linear(
-            &format!("{from}/attention/linear_0"),
+            &format!("{from}/linear_0"),
             &format!("{to}.encoder_attn.q_proj"),
             &mut put,
         )?;
         fused_kv(
-            &format!("{from}/attention/linear_1"),
+            &format!("{from}/linear_1"),
             &format!("{to}.encoder_attn"),
             &mut put,
         )?;
         linear(
-            &format!("{from}/attention/linear_2"),
+            &format!("{from}/linear_2"),
             &format!("{to}.encoder_attn.out_proj"),
             &mut put,
         )?;
-        layer_norm(
-            &format!("{from}/ffn/layer_norm"),
-            &format!("{to}.final_layer_norm"),
-            &mut put,
-        )?;
-        linear(
-            &format!("{from}/ffn/linear_0"),
-            &format!("{to}.fc1"),
-            &mut put,
-        )?;
-        linear(
-            &format!("{from}/ffn/linear_1"),
-            &format!("{to}.fc2"),
-            &mut put,
-        )?;
     }
-    layer_norm("decoder/layer_norm", "model.decoder.layer_norm", &mut put)?;
     Ok(out)
 }
 
