@@ -1,7 +1,7 @@
 // Per-second pooling of the qualia features (QUALIA-MODEL.md, "Per-second pooling").
 //
-// One invocation per second t. Frames [t*fps, (t+1)*fps) and hops [t*100, (t+1)*100) that
-// exist are pooled: means for sustained features, max for transients (shot change, onset
+// One invocation per second t. Frames [t*fps, (t+1)*fps) and hops [t*100, (t+1)*100) (moved
+// back by the model's hop offset) that exist are pooled: means for sustained features, max for transients (shot change, onset
 // strength), the absolute change from the previous second for the level features, and two
 // per-second audio features: syllabic modulation (squared modulation depth of the speech-band
 // envelope at 2–8 Hz) and onset rate (upward crossings of the flux threshold).
@@ -14,7 +14,7 @@ struct Params {
     n_hops: u32,
     fps: u32,
     onset_threshold: f32,
-    _pad0: u32,
+    hop_offset: u32,
     _pad1: u32,
     _pad2: u32,
 }
@@ -38,9 +38,11 @@ fn frame_range(t: u32) -> vec2<u32> {
     return vec2<u32>(a, b);
 }
 
+// Second t pools hops [t*100 - hop_offset, (t+1)*100 - hop_offset): with an offset of 3 the
+// last hop's centred 32 ms window ends inside second t, so no sound after the second leaks in.
 fn hop_range(t: u32) -> vec2<u32> {
-    let a = min(t * HPS, p.n_hops);
-    let b = min((t + 1u) * HPS, p.n_hops);
+    let a = min(max(t * HPS, p.hop_offset) - p.hop_offset, p.n_hops);
+    let b = min((t + 1u) * HPS - p.hop_offset, p.n_hops);
     return vec2<u32>(a, b);
 }
 

@@ -1,26 +1,32 @@
 // Standardisation, response kernel and readout of the qualia model (QUALIA-MODEL.md).
 //
-// `standardise`: per (second, feature), an absent modality takes the model's "absent" value,
-// then z = (x - mean) / std with the model's fixed population statistics, clamped to ±10.
-// `convolve`: the canonical double-gamma HRF (sampled at 1 s, unit sum) applied causally and
-// shifted back by the model's lag, so second t describes the response to second t. At the
-// clip's edges only the kernel taps that fall inside the clip are used, renormalised.
+// `standardise`: per (second, feature), a feature whose modality is absent (its bit is clear in
+// `present`) takes the model's "absent" value, then z = (x - mean) / std with the model's fixed
+// population statistics, clamped to ±10.
+// `convolve`: r[t] = sum over taps k in [first_tap, taps) of hrf[k] * z[t + shift - k]. Both time
+// bases keep shift <= first_tap, so second t only ever reads seconds <= t (causal):
+//   stimulus time: shift = first_tap = the HRF's peak lag, i.e. the HRF from its peak onwards,
+//                  starting at the second of the cause (the default for lenses and moments);
+//   BOLD time:     shift = first_tap = 0, the whole HRF applied forward (peak 5 s later), for
+//                  comparison with fMRI.
+// At the clip's start only the taps that fall inside the clip are used, renormalised (0 when
+// their weights sum to nothing).
 // `readout`: y[t, n] = b[n] + sum_f W[n, f] * r[t, f].
 
 struct Params {
     seconds: u32,
     features: u32,
     taps: u32,
-    lag: u32,
-    has_video: u32,
-    has_audio: u32,
+    shift: u32,
+    present: u32,   // bit 0 video, 1 audio, 2 speech, 3 clip flags (always set)
+    first_tap: u32,
     networks: u32,
     _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> raw: array<f32>;       // seconds x features
-@group(0) @binding(2) var<storage, read> stats: array<f32>;     // 4 x features: mean, std, absent, modality (0 visual, 1 audio)
+@group(0) @binding(2) var<storage, read> stats: array<f32>;     // 4 x features: mean, std, absent, modality (0 visual, 1 audio, 2 speech, 3 clip)
 @group(0) @binding(3) var<storage, read> hrf: array<f32>;       // taps
 @group(0) @binding(4) var<storage, read> weights: array<f32>;   // networks x features, then networks biases
 @group(0) @binding(5) var<storage, read_write> z: array<f32>;   // seconds x features
@@ -35,8 +41,8 @@ fn standardise(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let f = i % p.features;
     var x = raw[i];
-    let modality = stats[3u * p.features + f];
-    if ((modality < 0.5 && p.has_video == 0u) || (modality >= 0.5 && p.has_audio == 0u)) {
+    let modality = u32(stats[3u * p.features + f] + 0.5);
+    if ((p.present & (1u << modality)) == 0u) {
         x = stats[2u * p.features + f];
     }
     z[i] = clamp((x - stats[f]) / stats[p.features + f], -10.0, 10.0);
@@ -52,14 +58,15 @@ fn convolve(@builtin(global_invocation_id) gid: vec3<u32>) {
     let t = i32(i / p.features);
     var acc = 0.0;
     var norm = 0.0;
-    for (var k = 0; k < i32(p.taps); k = k + 1) {
-        let s = t + i32(p.lag) - k;
+    for (var k = i32(p.first_tap); k < i32(p.taps); k = k + 1) {
+        let s = t + i32(p.shift) - k;
         if (s >= 0 && s < i32(p.seconds)) {
             acc = acc + hrf[k] * z[u32(s) * p.features + f];
             norm = norm + hrf[k];
         }
     }
-    r[i] = acc / norm;
+    // BOLD time at the clip's first second: the HRF's first tap is 0, so nothing has arrived.
+    r[i] = select(0.0, acc / norm, norm > 1e-9);
 }
 
 @compute @workgroup_size(64)

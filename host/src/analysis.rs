@@ -129,6 +129,37 @@ pub async fn run_plugins(
     Ok(out)
 }
 
+/// What a low-signal result says instead of scores (documented in the README).
+pub const NOTHING_TO_READ: &str = "Nothing to read: the clip is black, silent or does not change, so the model has no signal to respond to. The per-second scores sit at the model's baseline and carry no information; there is no overall score, no moment and no manipulation read.";
+
+/// Makes a low-signal result say "nothing to read": no overall score or grade, no moments or
+/// buy moments, the summary says why. The per-second lens values stay (the timeline keeps its
+/// shape) but are described as baseline.
+pub fn nothing_to_read(result: &mut ScanResult) {
+    result.overall_score = None;
+    result.grade = None;
+    result.moments.clear();
+    result.buy_moments = None;
+    result.summary = NOTHING_TO_READ.to_owned();
+}
+
+/// The model's provenance as clients read it: id, version, time base, where its weights come
+/// from (`source`), the summary caveat, and which streams the clip had.
+pub fn model_provenance(model: &crate::inference::Model, q: &QualiaOutput) -> serde_json::Value {
+    let p = &model.manifest.provenance;
+    serde_json::json!({
+        "id": q.model,
+        "name": model.manifest.name,
+        "version": model.manifest.version,
+        "format": model.format(),
+        "source": p.get("source").cloned().unwrap_or(serde_json::Value::Null),
+        "summary": p.get("summary").cloned().unwrap_or(serde_json::Value::Null),
+        "time_base": q.time_base,
+        "modalities": q.modalities,
+        "model_card": format!("models/qualia/v{}/README.md", model.format()),
+    })
+}
+
 /// Flat networks: no second moves any network more than [`LOW_SIGNAL_Z`] from the mean.
 pub fn low_signal(networks: &[[f32; 7]]) -> bool {
     networks
@@ -239,6 +270,7 @@ pub fn assemble(
         modalities: result::StoredModalities {
             video: clip.video,
             audio: clip.audio,
+            speech: false,
         },
         transcript: clip.transcript.clone(),
     }
@@ -334,33 +366,43 @@ impl Analyzer for Analysis {
                     transient: e.code() == "internal_error",
                     message: e.to_string(),
                 })?;
-            let (transcript, transcript_source) = crate::speech::transcript_of(
-                input.media,
-                input.probe,
-                q.duration_sec,
-                self.speech.clone(),
-            )
-            .await
-            .map_err(|e| StageError {
-                code: "internal_error",
-                message: e,
-                transient: true,
-            })?;
+            // v2 heard the clip already (its language features need the transcript).
+            let (transcript, transcript_source) = match &q.heard {
+                Some(h) => (h.lines.clone(), h.source.clone()),
+                None => crate::speech::transcript_of(
+                    input.media,
+                    input.probe,
+                    q.duration_sec,
+                    self.speech.clone(),
+                )
+                .await
+                .map_err(|e| StageError {
+                    code: "internal_error",
+                    message: e,
+                    transient: true,
+                })?,
+            };
             let provenance = serde_json::json!({
-                "model": q.model,
+                "model": model_provenance(&self.qualia.model, &q),
                 "adapter": q.adapter,
                 "transcript": transcript_source,
             });
             let mut clip = clip_of(&q);
             clip.transcript = transcript;
-            score_clip(
+            let mut result = score_clip(
                 &self.plugins,
                 &clip,
                 &input.request.lenses,
                 provenance,
                 self.benchmarks.as_deref(),
             )
-            .await
+            .await?;
+            result.low_signal = q.low_signal;
+            result.modalities.speech = q.modalities.speech;
+            if q.low_signal {
+                nothing_to_read(&mut result);
+            }
+            Ok(result)
         })
     }
 }

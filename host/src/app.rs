@@ -171,10 +171,26 @@ impl App {
         } else {
             None
         };
+        // v2's language features need the embedder next to Whisper and the VAD.
+        let listener = match (&speech, model.format() >= 2) {
+            (Some(speech), true) => {
+                let dir = crate::speech::ModelPaths::under(&config.models_dir).embedder;
+                let embedder = tokio::task::spawn_blocking(move || {
+                    crate::intelligence::recall::shared_embedder(&dir)
+                })
+                .await??;
+                Some(Arc::new(crate::inference::run::Listener {
+                    speech: speech.clone(),
+                    embedder,
+                }))
+            }
+            _ => None,
+        };
         let analyzer = Arc::new(crate::analysis::Analysis {
             qualia: Arc::new(crate::inference::run::Qualia {
                 gpu: Arc::new(gpu),
                 model: Arc::new(model),
+                listener,
             }),
             plugins: registry.clone(),
             benchmarks: benchmarks.map(Arc::new),

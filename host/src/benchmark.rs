@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::result::benchmark_label;
 
 /// The benchmark table embedded with the built-in model.
-pub const EMBEDDED: &[u8] = include_bytes!("../../models/qualia/v1/benchmark.json");
+pub const EMBEDDED: &[u8] = include_bytes!("../../models/qualia/v2/benchmark.json");
 
 /// Quantiles per lens: index `i` is the `i`-th percentile.
 pub const QUANTILES: usize = 101;

@@ -11,9 +11,10 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
 use crate::config::FetchConfig;
-use crate::inference::features::FEATURES;
-use crate::inference::run::{Modalities, Progress, decode_only};
-use crate::inference::{GpuContext, Model, Qualia, QualiaOutput, fit, prior};
+use crate::inference::run::{Listener, Modalities, Progress, decode_only};
+use crate::inference::{
+    GpuContext, Model, Presence, Qualia, QualiaOutput, TimeBase, fit, prior, v2,
+};
 use crate::media::fetch::Fetcher;
 use crate::media::probe::{self, ProbeInfo};
 use crate::result::NETWORKS;
@@ -25,9 +26,14 @@ const MAX_SECONDS: u32 = MAX_DURATION_SECS as u32;
 /// Where the model comes from.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// A model folder (`model.json` + `model.safetensors`); defaults to the built-in qualia v1.
+    /// A model folder (`model.json` + `model.safetensors`); defaults to the built-in qualia v2.
+    /// `models/qualia/v1` loads v1 for comparison.
     #[arg(long, env = "BRAINSCAN_MODEL_DIR")]
     pub model: Option<PathBuf>,
+    /// Folder of the speech and text models (Whisper, Silero VAD, all-MiniLM-L6-v2) that v2's
+    /// speech and language features need; `scripts/fetch-models` fills it.
+    #[arg(long, env = "BRAINSCAN_MODELS_DIR", default_value_os_t = crate::config::default_models_dir())]
+    pub models_dir: PathBuf,
 }
 
 impl ModelArgs {
@@ -51,6 +57,10 @@ pub struct ClipArgs {
     /// Print JSON instead of a table (scan) or CSV (features).
     #[arg(long)]
     pub json: bool,
+    /// Report the networks in BOLD time (the haemodynamic response applied forward, peaking
+    /// about 5 s after its cause, for comparison with fMRI) instead of stimulus time.
+    #[arg(long)]
+    pub bold: bool,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -78,14 +88,23 @@ pub enum ModelCommand {
         model: ModelArgs,
     },
     /// Build the prior model (literature weights) with feature statistics from a corpus of
-    /// feature CSVs.
+    /// feature CSVs (as `brainscan features` writes them for a model of the same format).
+    /// Without `--corpus` the statistics are the neutral mean 0 and the floored std: such a
+    /// model computes features exactly like the real one (features never use statistics), which
+    /// `scripts/build-qualia-prior` uses to extract the corpus features for a new feature set.
     Prior {
-        #[arg(long = "corpus", required = true)]
+        #[arg(long = "corpus")]
         corpus: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
-        #[arg(long, default_value = "1.0.0")]
+        #[arg(long, default_value = "2.0.0")]
         version: String,
+        /// Model format: 2 (v2 features, the default) or 1 (v1 features).
+        #[arg(long, default_value_t = 2)]
+        format: u32,
+        /// Where the sentence embedder is (v2 builds its semantic axes with it).
+        #[arg(long, env = "BRAINSCAN_MODELS_DIR", default_value_os_t = crate::config::default_models_dir())]
+        models_dir: PathBuf,
     },
     /// Build the benchmark table (`benchmark.json`): run the model and the built-in lens
     /// plugin on every media file in DIR and store quantiles of each lens's per-second scores.
@@ -93,7 +112,7 @@ pub enum ModelCommand {
     Corpus {
         /// Folder of clips (not recursive).
         dir: PathBuf,
-        /// Where to write the table, e.g. `models/qualia/v1/benchmark.json`.
+        /// Where to write the table, e.g. `models/qualia/v2/benchmark.json`.
         #[arg(long)]
         out: PathBuf,
         /// A sentence about the corpus, stored in the table.
@@ -155,12 +174,30 @@ async fn resolve(input: &str, fetch: &FetchConfig) -> anyhow::Result<Input> {
     Ok(Input { path, _temp: None })
 }
 
-fn qualia(model: &ModelArgs) -> anyhow::Result<Qualia> {
-    let model = model.load()?;
+fn qualia(args: &ModelArgs) -> anyhow::Result<Qualia> {
+    let model = args.load()?;
     let gpu = GpuContext::new()?;
+    // v2 reads speech and language: it needs Whisper, the VAD and the embedder.
+    let listener = if model.format() >= 2 {
+        let paths = crate::speech::ModelPaths::under(&args.models_dir);
+        let speech = crate::speech::Speech::load(&paths).with_context(|| {
+            format!(
+                "qualia v2 needs the speech models in {} (run scripts/fetch-models, or pass --models-dir)",
+                args.models_dir.display()
+            )
+        })?;
+        let embedder = crate::embed::Embedder::load(&paths.embedder)?;
+        Some(Arc::new(Listener {
+            speech: Arc::new(speech),
+            embedder: Arc::new(embedder),
+        }))
+    } else {
+        None
+    };
     Ok(Qualia {
         gpu: Arc::new(gpu),
         model: Arc::new(model),
+        listener,
     })
 }
 
@@ -192,10 +229,17 @@ fn progress_bar(total: Option<f64>, quiet: bool) -> (indicatif::ProgressBar, Pro
     (bar, cb)
 }
 
-async fn analyse(q: &Qualia, path: &Path, quiet: bool) -> anyhow::Result<QualiaOutput> {
+async fn analyse(
+    q: &Qualia,
+    path: &Path,
+    quiet: bool,
+    time_base: TimeBase,
+) -> anyhow::Result<QualiaOutput> {
     let info = probe_file(path).await?;
     let (bar, cb) = progress_bar(info.duration_sec, quiet);
-    let out = q.analyse(path, &info, MAX_SECONDS, Some(cb)).await;
+    let out = q
+        .analyse_in(path, &info, MAX_SECONDS, Some(cb), time_base)
+        .await;
     bar.finish_and_clear();
     Ok(out?)
 }
@@ -207,7 +251,12 @@ async fn analyse(q: &Qualia, path: &Path, quiet: bool) -> anyhow::Result<QualiaO
 pub async fn scan(args: ClipArgs) -> anyhow::Result<()> {
     let input = resolve(&args.input, &args.fetch).await?;
     let q = qualia(&args.model)?;
-    let out = analyse(&q, &input.path, args.json).await?;
+    let time_base = if args.bold {
+        TimeBase::Bold
+    } else {
+        TimeBase::Stimulus
+    };
+    let out = analyse(&q, &input.path, args.json, time_base).await?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let rows: Vec<serde_json::Value> = out
@@ -229,6 +278,8 @@ pub async fn scan(args: ClipArgs) -> anyhow::Result<()> {
             "duration_sec": out.duration_sec,
             "seconds": out.seconds,
             "modalities": out.modalities,
+            "time_base": out.time_base,
+            "low_signal": out.low_signal,
             "units": "z (relative to the model's reference corpus)",
             "networks": rows,
             "stage_times_ms": stage_ms(&out),
@@ -239,13 +290,24 @@ pub async fn scan(args: ClipArgs) -> anyhow::Result<()> {
     }
     writeln!(
         stdout,
-        "{} on {} — {:.1} s, video {}, audio {}; values in z units of the reference corpus",
+        "{} on {} — {:.1} s, video {}, audio {}, speech {}; {} time; values in z units of the reference corpus",
         out.model,
         out.adapter,
         out.duration_sec,
         yes_no(out.modalities.video),
-        yes_no(out.modalities.audio)
+        yes_no(out.modalities.audio),
+        yes_no(out.modalities.speech),
+        match out.time_base {
+            TimeBase::Stimulus => "stimulus",
+            TimeBase::Bold => "BOLD",
+        }
     )?;
+    if out.low_signal {
+        writeln!(
+            stdout,
+            "low signal: nothing in this clip changes (black, silent or constant), so there is nothing to read"
+        )?;
+    }
     write!(stdout, "{:>4}", "s")?;
     for n in [
         "Visual", "SomMot", "DorsAttn", "VentAttn", "Limbic", "Cont", "Default",
@@ -286,47 +348,54 @@ fn stage_ms(out: &QualiaOutput) -> serde_json::Value {
 pub async fn features(args: ClipArgs) -> anyhow::Result<()> {
     let input = resolve(&args.input, &args.fetch).await?;
     let q = qualia(&args.model)?;
-    let out = analyse(&q, &input.path, true).await?;
+    let out = analyse(&q, &input.path, true, TimeBase::Stimulus).await?;
     let mut stdout = std::io::stdout().lock();
-    let f = FEATURES.len();
+    let names: Vec<&str> = q.model.features.iter().map(String::as_str).collect();
     if args.json {
         let doc = serde_json::json!({
             "model": out.model,
             "modalities": out.modalities,
-            "features": FEATURES.iter().map(|x| x.0).collect::<Vec<_>>(),
-            "rows": out.features.chunks_exact(f).map(<[f32]>::to_vec).collect::<Vec<_>>(),
+            "low_signal": out.low_signal,
+            "features": names,
+            "descriptions": q.model.manifest.features.iter().map(|f| &f.description).collect::<Vec<_>>(),
+            "rows": out.features.chunks_exact(names.len()).map(<[f32]>::to_vec).collect::<Vec<_>>(),
         });
         serde_json::to_writer(&mut stdout, &doc)?;
         writeln!(stdout)?;
         return Ok(());
     }
-    write_features_csv(&mut stdout, &out.features, out.modalities)?;
+    write_features_csv(&mut stdout, &names, &out.features, out.modalities)?;
     Ok(())
 }
 
-/// Writes `second,<feature names>,has_video,has_audio` and one row per second. The raw
-/// features of an absent modality are what the kernels computed for nothing (black, silence);
-/// the presence columns let `model prior` leave them out of the statistics.
+/// Writes `second,<feature names>,has_video,has_audio,has_speech` and one row per second.
+/// The presence columns let `model prior` leave absent streams out of the statistics.
 ///
 /// # Errors
 /// I/O.
 pub fn write_features_csv(
     w: &mut impl Write,
+    names: &[&str],
     features: &[f32],
     m: Modalities,
 ) -> std::io::Result<()> {
-    let f = FEATURES.len();
     write!(w, "second")?;
-    for (name, _, _) in FEATURES {
+    for name in names {
         write!(w, ",{name}")?;
     }
-    writeln!(w, ",has_video,has_audio")?;
-    for (t, row) in features.chunks_exact(f).enumerate() {
+    writeln!(w, ",has_video,has_audio,has_speech")?;
+    for (t, row) in features.chunks_exact(names.len()).enumerate() {
         write!(w, "{t}")?;
         for v in row {
             write!(w, ",{v}")?;
         }
-        writeln!(w, ",{},{}", u8::from(m.video), u8::from(m.audio))?;
+        writeln!(
+            w,
+            ",{},{},{}",
+            u8::from(m.video),
+            u8::from(m.audio),
+            u8::from(m.speech)
+        )?;
     }
     Ok(())
 }
@@ -358,10 +427,11 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
                 );
             }
             let base = model.load()?;
+            let names: Vec<&str> = base.features.iter().map(String::as_str).collect();
             let runs = features
                 .iter()
                 .zip(&targets)
-                .map(|(f, t)| fit::load_run(f, t))
+                .map(|(f, t)| fit::load_run(f, t, &names))
                 .collect::<Result<Vec<_>, _>>()?;
             let (fitted, report) = fit::fit(&runs, &base, &version)?;
             fitted.write(&out)?;
@@ -384,31 +454,59 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
             corpus,
             out,
             version,
+            format,
+            models_dir,
         } => {
-            let names: Vec<&str> = FEATURES.iter().map(|f| f.0).collect();
+            let list = match format {
+                1 => prior::v1_list(),
+                2 => prior::v2_list(),
+                other => bail!("--format {other}: this build writes formats 1 and 2"),
+            };
+            let names: Vec<&str> = list.iter().map(|f| f.0).collect();
             let mut clips = Vec::new();
             let mut listed = Vec::new();
             for path in &corpus {
                 let m = fit::read_csv(path, &names)?;
-                let presence = fit::read_csv(path, &["has_video", "has_audio"])?;
-                let (has_video, has_audio) = (
-                    presence.first() == Some(&1.0),
-                    presence.get(1) == Some(&1.0),
-                );
+                let flags = if format >= 2 {
+                    fit::read_csv(path, &["has_video", "has_audio", "has_speech"])?
+                } else {
+                    fit::read_csv(path, &["has_video", "has_audio"])?
+                };
+                let presence = Presence {
+                    video: flags.first() == Some(&1.0),
+                    audio: flags.get(1) == Some(&1.0),
+                    speech: flags.get(2) == Some(&1.0),
+                };
                 listed.push(serde_json::json!({
                     "file": path.file_name().map(|n| n.to_string_lossy().into_owned()),
                     "seconds": m.len() / names.len(),
-                    "video": has_video,
-                    "audio": has_audio,
+                    "video": presence.video,
+                    "audio": presence.audio,
+                    "speech": presence.speech,
                 }));
                 clips.push(prior::CorpusClip {
                     features: m,
-                    has_video,
-                    has_audio,
+                    presence,
                 });
             }
-            let (mean, std) = prior::corpus_stats(&clips);
-            let model = prior::build(&version, mean, std, serde_json::json!(listed));
+            let model = if format >= 2 {
+                let (mean, std) = prior::corpus_stats(&clips, &list, &vec![0.0; list.len()]);
+                let embedder = crate::embed::Embedder::load(
+                    &crate::speech::ModelPaths::under(&models_dir).embedder,
+                )?;
+                let axes = crate::inference::language::axis_directions(&embedder)?;
+                prior::build_v2(
+                    &version,
+                    mean,
+                    std,
+                    axes,
+                    &embedder.model_id,
+                    serde_json::json!(listed),
+                )
+            } else {
+                let (mean, std) = prior::corpus_stats(&clips, &list, &prior::absent_values());
+                prior::build(&version, mean, std, serde_json::json!(listed))
+            };
             model.write(&out)?;
             println!(
                 "wrote {} to {} ({} corpus files)",
@@ -461,7 +559,7 @@ async fn corpus(dir: &Path, out: &Path, note: String, model: &ModelArgs) -> anyh
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let analysed = match analyse(&q, path, true).await {
+        let analysed = match analyse(&q, path, true, TimeBase::Stimulus).await {
             Ok(a) => a,
             Err(e) => {
                 eprintln!("skipped {name}: {e:#}");
@@ -588,10 +686,24 @@ async fn isolated_kernels(
                 10,
                 spec.fps,
                 model.manifest.sampling.onset_threshold,
+                model.manifest.sampling.hop_offset,
             )?;
             pool.push(ms(t));
+            let presence = Presence {
+                video: !frame_feats.is_empty(),
+                audio: !hop_feats.is_empty(),
+                speech: false,
+            };
+            let raw = if model.format() >= 2 {
+                let offset = model.manifest.sampling.hop_offset as usize;
+                let loudness = v2::loudness_per_second(&hop_feats, 10, offset);
+                let streams = v2::streams(&raw, &loudness, presence.video, presence.audio, false);
+                v2::derive(&raw, &loudness, &streams, None)
+            } else {
+                raw
+            };
             resp.push(ms(gpu
-                .response(&raw, &model, !frame_feats.is_empty(), !hop_feats.is_empty())?
+                .response(&raw, &model, presence, TimeBase::Stimulus)?
                 .time));
         }
         let med = |v: Vec<f64>| {

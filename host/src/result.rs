@@ -76,14 +76,15 @@ pub struct ScanResult {
     pub manipulation: Option<Manipulation>,
     /// Object-store key of the rendered fMRI artifact, when one was rendered.
     pub fmri_key: Option<String>,
-    /// True when the networks were flat, so scores near 50 are not a verdict.
+    /// True when nothing in the clip changes (black, silent or constant): the result then says
+    /// "nothing to read" (see `analysis::NOTHING_TO_READ`).
     #[serde(default)]
     pub low_signal: bool,
     /// Which model and analysis modules produced the result.
     #[serde(default)]
     pub provenance: serde_json::Value,
     /// Which streams the clip had; kept so `POST /analyze` can re-run the analysis plugins
-    /// on the stored networks. Not shown by `GET`.
+    /// on the stored networks, and shown by `GET` as `modalities`.
     #[serde(default = "both_streams")]
     pub modalities: StoredModalities,
     /// The transcript the plugins saw (empty when the clip had no speech or no transcript
@@ -92,10 +93,15 @@ pub struct ScanResult {
     pub transcript: Vec<crate::plugins::bindings::TranscriptLine>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StoredModalities {
+    /// The clip has a picture (not a uniform field).
     pub video: bool,
+    /// The clip has audible sound.
     pub audio: bool,
+    /// Speech and language were analysed (voice activity and a transcript).
+    #[serde(default)]
+    pub speech: bool,
 }
 
 /// Results stored before modalities were recorded came from video scans with sound.
@@ -103,6 +109,7 @@ fn both_streams() -> StoredModalities {
     StoredModalities {
         video: true,
         audio: true,
+        speech: false,
     }
 }
 

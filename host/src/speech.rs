@@ -103,6 +103,20 @@ impl Speech {
     pub fn transcribe(&self, pcm: &[f32]) -> anyhow::Result<Vec<TranscriptLine>> {
         let pcm = &pcm[..pcm.len().min(MAX_SECONDS * vad::SAMPLE_RATE)];
         let regions = self.speech_regions(pcm)?;
+        self.transcribe_regions(pcm, &regions)
+    }
+
+    /// Transcribes `pcm` where `regions` (from [`Speech::speech_regions`] on the same audio)
+    /// found speech.
+    ///
+    /// # Errors
+    /// Tensor errors.
+    pub fn transcribe_regions(
+        &self,
+        pcm: &[f32],
+        regions: &[vad::Region],
+    ) -> anyhow::Result<Vec<TranscriptLine>> {
+        let pcm = &pcm[..pcm.len().min(MAX_SECONDS * vad::SAMPLE_RATE)];
         if regions.is_empty() {
             return Ok(Vec::new());
         }
@@ -116,7 +130,7 @@ impl Speech {
             })
         };
         let segments = self.whisper.transcribe(pcm, &skip_to)?;
-        Ok(gate(&segments, &regions))
+        Ok(gate(&segments, regions))
     }
 }
 
@@ -135,20 +149,11 @@ pub async fn transcript_of(
 ) -> Result<(Vec<TranscriptLine>, serde_json::Value), String> {
     use crate::media::decode::{self, DecodeSpec};
     let max_secs = duration_sec.min(MAX_SECONDS as f64);
-    if probe.has_subtitles {
-        match decode::read_subtitles(media, DecodeSpec::default(), subtitles::MAX_BYTES).await {
-            Ok(text) => {
-                let lines = subtitles::parse_srt(&text, max_secs);
-                if !lines.is_empty() {
-                    return Ok((
-                        lines,
-                        serde_json::json!({"source": Source::Subtitles.as_str()}),
-                    ));
-                }
-            }
-            // Bitmap subtitles cannot become text: transcribe the audio instead.
-            Err(e) => tracing::info!("subtitle stream not usable, transcribing instead: {e}"),
-        }
+    if let Some(lines) = subtitle_lines(media, probe, max_secs).await {
+        return Ok((
+            lines,
+            serde_json::json!({"source": Source::Subtitles.as_str()}),
+        ));
     }
     if !probe.has_audio {
         return Ok((Vec::new(), serde_json::json!({"source": "none"})));
@@ -170,6 +175,95 @@ pub async fn transcript_of(
         lines,
         serde_json::json!({"source": Source::Speech.as_str(), "model": id}),
     ))
+}
+
+/// The lines of the first text subtitle stream, when the media has one that parses to lines.
+async fn subtitle_lines(
+    media: &Path,
+    probe: &crate::media::probe::ProbeInfo,
+    max_secs: f64,
+) -> Option<Vec<TranscriptLine>> {
+    use crate::media::decode::{self, DecodeSpec};
+    if !probe.has_subtitles {
+        return None;
+    }
+    match decode::read_subtitles(media, DecodeSpec::default(), subtitles::MAX_BYTES).await {
+        Ok(text) => Some(subtitles::parse_srt(&text, max_secs)).filter(|l| !l.is_empty()),
+        // Bitmap subtitles cannot become text: transcribe the audio instead.
+        Err(e) => {
+            tracing::info!("subtitle stream not usable, transcribing instead: {e}");
+            None
+        }
+    }
+}
+
+/// What the clip's sound says: where the voice is and what it said.
+#[derive(Debug, Clone, Default)]
+pub struct Heard {
+    /// Speech regions found by voice-activity detection (empty without audio).
+    pub regions: Vec<vad::Region>,
+    pub lines: Vec<TranscriptLine>,
+    /// Where the lines came from, for provenance (as [`transcript_of`] reports it).
+    pub source: serde_json::Value,
+}
+
+/// Voice activity and the transcript of a clip, decoding its audio once (at most
+/// [`MAX_SECONDS`] of it): subtitle lines when the media has text subtitles, else Whisper on
+/// the detected speech. CPU-bound parts run on blocking threads.
+///
+/// # Errors
+/// A sentence: decoding or a model failed.
+pub async fn hear(
+    media: &Path,
+    probe: &crate::media::probe::ProbeInfo,
+    duration_sec: f64,
+    speech: std::sync::Arc<Speech>,
+) -> Result<Heard, String> {
+    use crate::media::decode::{self, DecodeSpec};
+    let max_secs = duration_sec.min(MAX_SECONDS as f64);
+    let subtitles = subtitle_lines(media, probe, max_secs).await;
+    if !probe.has_audio {
+        return Ok(match subtitles {
+            Some(lines) => Heard {
+                regions: Vec::new(),
+                lines,
+                source: serde_json::json!({"source": Source::Subtitles.as_str()}),
+            },
+            None => Heard {
+                source: serde_json::json!({"source": "none"}),
+                ..Heard::default()
+            },
+        });
+    }
+    let spec = DecodeSpec::default();
+    let max_samples = (max_secs.ceil() as usize) * spec.sample_rate as usize;
+    let pcm = decode::read_audio(media, spec, max_samples)
+        .await
+        .map_err(|e| format!("decoding audio for speech: {e}"))?;
+    tokio::task::spawn_blocking(move || {
+        let regions = speech
+            .speech_regions(&pcm)
+            .map_err(|e| format!("voice activity: {e:#}"))?;
+        let (lines, source) = match subtitles {
+            Some(lines) => (
+                lines,
+                serde_json::json!({"source": Source::Subtitles.as_str()}),
+            ),
+            None => (
+                speech
+                    .transcribe_regions(&pcm, &regions)
+                    .map_err(|e| format!("transcription: {e:#}"))?,
+                serde_json::json!({"source": Source::Speech.as_str(), "model": speech.model_id()}),
+            ),
+        };
+        Ok(Heard {
+            regions,
+            lines,
+            source,
+        })
+    })
+    .await
+    .map_err(|e| format!("speech: {e}"))?
 }
 
 impl Speech {

@@ -330,6 +330,7 @@ pub fn fixture_result(duration: f64, lenses: &[String]) -> ScanResult {
         modalities: StoredModalities {
             video: true,
             audio: true,
+            speech: false,
         },
         transcript: vec![brainscan::plugins::bindings::TranscriptLine {
             start_sec: 1.2,

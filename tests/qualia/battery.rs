@@ -1,13 +1,17 @@
 //! The in-silico localiser battery of QUALIA-MODEL.md: stimuli made at test time (ffmpeg
 //! lavfi, espeak-ng), each contrast with the expected sign and an effect size d ≥ 1.
+//!
+//! These are PLUMBING tests of qualia v1: each contrast probes the feature whose hand-set
+//! weight was chosen to produce it, so passing shows the pipeline is wired (decode, kernels,
+//! pooling, response, readout), not that the model is right. They run on v1 as shipped.
 
 use std::path::Path;
 
 use brainscan::inference::QualiaOutput;
 
 use crate::support::{
-    DEFAULT_MODE, DORSAL, SOMATOMOTOR, VENTRAL, VISUAL, analyse, cohens_d, ffmpeg, mean, series,
-    speech,
+    DEFAULT_MODE, DORSAL, SOMATOMOTOR, VENTRAL, VISUAL, analyse_with, cohens_d, ffmpeg, mean,
+    qualia_v1, series, speech,
 };
 
 const SECONDS: &str = "12";
@@ -130,7 +134,10 @@ async fn flickering_checkerboard_raises_visual_over_grey() {
         SILENCE,
     );
     let grey = clip(d, "grey.mp4", &format!("color=c=gray:{SIZE}"), SILENCE);
-    let (a, b) = (analyse(&checker).await, analyse(&grey).await);
+    let (a, b) = (
+        analyse_with(&qualia_v1(), &checker).await,
+        analyse_with(&qualia_v1(), &grey).await,
+    );
     contrast("checkerboard vs grey: Visual", &a, &b, VISUAL, 1..11);
 }
 
@@ -145,7 +152,10 @@ async fn motion_raises_visual_and_dorsal_attention_over_the_frozen_frame() {
         SILENCE,
     );
     let frozen = clip(d, "frozen.mp4", FROZEN_SCENE, SILENCE);
-    let (a, b) = (analyse(&pan).await, analyse(&frozen).await);
+    let (a, b) = (
+        analyse_with(&qualia_v1(), &pan).await,
+        analyse_with(&qualia_v1(), &frozen).await,
+    );
     contrast("pan vs frozen: Visual", &a, &b, VISUAL, 1..11);
     contrast("pan vs frozen: Dorsal Attention", &a, &b, DORSAL, 1..11);
 }
@@ -166,7 +176,10 @@ async fn speech_raises_somatomotor_over_silence_with_the_same_frames() {
         words.to_str().expect("utf8"),
     );
     let quiet = clip(d, "quiet.mp4", FROZEN_SCENE, SILENCE);
-    let (a, b) = (analyse(&talking).await, analyse(&quiet).await);
+    let (a, b) = (
+        analyse_with(&qualia_v1(), &talking).await,
+        analyse_with(&qualia_v1(), &quiet).await,
+    );
     contrast("speech vs silence: Somatomotor", &a, &b, SOMATOMOTOR, 1..11);
 }
 
@@ -184,7 +197,10 @@ async fn hard_cuts_raise_ventral_attention_at_the_cuts() {
         SILENCE,
     );
     let one_shot = clip(d, "one_shot.mp4", &format!("testsrc2={SIZE}"), SILENCE);
-    let (a, b) = (analyse(&cuts).await, analyse(&one_shot).await);
+    let (a, b) = (
+        analyse_with(&qualia_v1(), &cuts).await,
+        analyse_with(&qualia_v1(), &one_shot).await,
+    );
     let at_cuts = [2, 4, 6, 8, 10];
     let sa: Vec<f64> = at_cuts
         .iter()
@@ -214,7 +230,7 @@ async fn a_sudden_loud_onset_raises_ventral_attention_at_the_onset() {
         &format!("color=c=gray:{SIZE}"),
         "aevalsrc='if(lt(t,6.5),0.01*sin(2*PI*300*t),0.8*(random(0)*2-1))':s=48000",
     );
-    let out = analyse(&onset).await;
+    let out = analyse_with(&qualia_v1(), &onset).await;
     let va = series(&out, VENTRAL, 0..out.seconds);
     let peak = va
         .iter()
@@ -245,6 +261,9 @@ async fn a_static_quiet_scene_raises_default_mode_over_a_busy_one() {
         "1.5",
         "aevalsrc='0.5*sin(2*PI*(200+100*floor(t*4))*t)*(0.5+0.5*sin(2*PI*3*t))+0.2*(random(0)*2-1)':s=48000",
     );
-    let (a, b) = (analyse(&still).await, analyse(&busy).await);
+    let (a, b) = (
+        analyse_with(&qualia_v1(), &still).await,
+        analyse_with(&qualia_v1(), &busy).await,
+    );
     contrast("still vs busy: Default Mode", &a, &b, DEFAULT_MODE, 1..11);
 }

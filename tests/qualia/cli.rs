@@ -2,11 +2,11 @@
 
 use std::process::Command;
 
-use brainscan::inference::Model;
-use brainscan::inference::features::FEATURES;
+use brainscan::inference::features::Modality;
 use brainscan::inference::prior::{CorpusClip, corpus_stats};
+use brainscan::inference::{Model, Presence, Qualia};
 
-use crate::support::{analyse, real_media};
+use crate::support::{analyse_with, qualia, qualia_v1, real_media};
 
 fn brainscan(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_brainscan"))
@@ -35,7 +35,8 @@ fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {
         "--json",
     ])))
     .expect("json");
-    assert_eq!(doc["model"], "qualia-1.0.0");
+    assert_eq!(doc["model"], "qualia-2.0.0");
+    assert_eq!(doc["time_base"], "stimulus");
     assert_eq!(doc["seconds"], 6);
     assert_eq!(doc["modalities"]["video"], true);
     let rows = doc["networks"].as_array().expect("rows");
@@ -44,7 +45,7 @@ fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {
         assert!(rows[3][name].as_f64().expect(name).is_finite());
     }
     let table = ok(&brainscan(&["scan", clip.to_str().expect("utf8")]));
-    assert!(table.contains("qualia-1.0.0"), "{table}");
+    assert!(table.contains("qualia-2.0.0"), "{table}");
     assert_eq!(table.lines().count(), 2 + 6, "{table}");
 }
 
@@ -57,9 +58,32 @@ fn features_prints_a_csv_that_model_fit_reads_back() {
         real_media().join("trailer_bbb.mp4").to_str().expect("utf8"),
     ]));
     let header = csv.lines().next().expect("header");
-    assert!(header.starts_with("second,luma,contrast"), "{header}");
-    assert!(header.ends_with("has_video,has_audio"));
+    assert!(
+        header.starts_with("second,contrast,colourfulness,edges,flicker"),
+        "{header}"
+    );
+    for name in [
+        "loudness",
+        "speech_presence",
+        "word_rate",
+        "intelligibility",
+        "semantic_change",
+        "axis_social",
+        "axis_imperative",
+        "video_present",
+    ] {
+        assert!(header.split(',').any(|c| c == name), "{name} in {header}");
+    }
+    assert!(header.ends_with("has_video,has_audio,has_speech"));
     assert_eq!(csv.lines().count(), 1 + 56);
+    // Fitting 37 features needs more than one 56 s clip: the round trip uses v1's 27.
+    let v1 = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/qualia/v1");
+    let csv = ok(&brainscan(&[
+        "features",
+        "--model",
+        v1,
+        real_media().join("trailer_bbb.mp4").to_str().expect("utf8"),
+    ]));
     std::fs::write(d.join("f.csv"), &csv).expect("write");
     // Targets: a made-up network series that follows loudness and motion, to exercise fit.
     let rows: Vec<Vec<f64>> = csv
@@ -93,6 +117,8 @@ fn features_prints_a_csv_that_model_fit_reads_back() {
         out.to_str().expect("utf8"),
         "--version",
         "trial-1",
+        "--model",
+        v1,
     ]));
     assert!(report.contains("held-out Pearson r"), "{report}");
     let fitted = Model::load(&out).expect("the fitted folder loads");
@@ -170,11 +196,11 @@ async fn scan_fetches_urls_through_the_ssrf_guard() {
     assert_eq!(doc["modalities"]["audio"], true);
 }
 
-#[tokio::test]
-async fn the_shipped_statistics_are_those_of_the_reference_corpus() {
-    // v1's z-scoring statistics must be what the current kernels compute on the corpus that
-    // model.json names (rebuild with scripts/build-qualia-prior after changing a kernel).
-    let model = Model::embedded().expect("embedded");
+/// The model's z-scoring statistics must be what the current kernels (and, for v2, the
+/// speech features) compute on the corpus that its model.json names (rebuild with
+/// scripts/build-qualia-prior after changing a feature).
+async fn check_shipped_statistics(q: &Qualia) {
+    let model = &q.model;
     let corpus = model.manifest.provenance["corpus"]
         .as_array()
         .expect("corpus list")
@@ -188,7 +214,7 @@ async fn the_shipped_statistics_are_those_of_the_reference_corpus() {
             .map(|e| real_media().join(format!("{stem}.{e}")))
             .find(|p| p.exists())
             .expect("corpus clip");
-        let out = analyse(&media).await;
+        let out = analyse_with(q, &media).await;
         assert_eq!(
             entry["seconds"].as_u64(),
             Some(out.seconds as u64),
@@ -196,26 +222,43 @@ async fn the_shipped_statistics_are_those_of_the_reference_corpus() {
         );
         clips.push(CorpusClip {
             features: out.features,
-            has_video: out.modalities.video,
-            has_audio: out.modalities.audio,
+            presence: Presence {
+                video: out.modalities.video,
+                audio: out.modalities.audio,
+                speech: out.modalities.speech,
+            },
         });
     }
-    let (mean, std) = corpus_stats(&clips);
-    for (k, (name, _, _)) in FEATURES.iter().enumerate() {
+    let list: Vec<(&str, Modality)> = model
+        .features
+        .iter()
+        .map(String::as_str)
+        .zip(model.modality.iter().copied())
+        .collect();
+    let (mean, std) = corpus_stats(&clips, &list, &model.absent);
+    for (k, name) in model.features.iter().enumerate() {
         let close = |a: f32, b: f32| (a - b).abs() <= 1e-4 * b.abs().max(1.0);
         assert!(
             close(mean[k], model.mean[k]),
-            "{name}: mean {} vs shipped {}",
+            "{}: {name}: mean {} vs shipped {}",
+            model.id(),
             mean[k],
             model.mean[k]
         );
         assert!(
             close(std[k], model.std[k]),
-            "{name}: std {} vs shipped {}",
+            "{}: {name}: std {} vs shipped {}",
+            model.id(),
             std[k],
             model.std[k]
         );
     }
+}
+
+#[tokio::test]
+async fn the_shipped_statistics_are_those_of_the_reference_corpus() {
+    check_shipped_statistics(&qualia()).await;
+    check_shipped_statistics(&qualia_v1()).await;
 }
 
 #[test]

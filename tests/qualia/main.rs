@@ -8,3 +8,4 @@ mod parity;
 mod robustness;
 mod shaders;
 mod support;
+mod v2;

@@ -4,11 +4,11 @@
 use rand::{Rng, SeedableRng};
 
 use brainscan::inference::features::{self, FRAME_FEATURES, HOP, HOP_FEATURES, WINDOW};
-use brainscan::inference::reference;
 use brainscan::inference::run::{decode_frames, decode_samples};
+use brainscan::inference::{Presence, TimeBase, reference, v2};
 use brainscan::media::decode::{AudioSamples, DecodeSpec, VideoFrames};
 
-use crate::support::{ffmpeg, gpu, qualia, real_media, speech};
+use crate::support::{ffmpeg, gpu, qualia_unheard, qualia_v1, real_media, speech};
 
 const TOL: f64 = 1e-4;
 
@@ -190,30 +190,50 @@ fn pooling_kernel_matches_reference_including_ragged_ends() {
                 _ => {}
             }
         }
-        let (g, _) = gpu().pool(&ff, &hf, secs, 10, 0.12).expect("pool kernel");
-        let c = reference::pool(&ff, &hf, secs, 10, 0.12, &dft);
-        assert_close(&format!("pool({nf} frames, {nh} hops)"), &g, &c);
+        for offset in [0, 3] {
+            let (g, _) = gpu()
+                .pool(&ff, &hf, secs, 10, 0.12, offset)
+                .expect("pool kernel");
+            let c = reference::pool(&ff, &hf, secs, 10, 0.12, offset as usize, &dft);
+            assert_close(
+                &format!("pool({nf} frames, {nh} hops, offset {offset})"),
+                &g,
+                &c,
+            );
+        }
     }
 }
 
 #[test]
 fn response_kernels_match_reference() {
-    let q = qualia();
     let mut rng = rand::rngs::StdRng::seed_from_u64(4);
-    let f = q.model.features.len();
-    for (secs, video, audio) in [(1, true, true), (9, true, false), (40, false, true)] {
-        let raw: Vec<f32> = (0..secs * f)
-            .map(|i| q.model.mean[i % f] + q.model.std[i % f] * rng.random_range(-3.0..3.0))
-            .collect();
-        let resp = q
-            .gpu
-            .response(&raw, &q.model, video, audio)
-            .expect("response kernels");
-        let (z, r, y) = (resp.z, resp.r, resp.y);
-        let (cz, cr, cy) = reference::response(&raw, &q.model, video, audio);
-        assert_close("z", &z, &cz);
-        assert_close("r", &r, &cr);
-        assert_close("y", &y, &cy);
+    for q in [qualia_unheard(), qualia_v1()] {
+        let f = q.model.features.len();
+        for (secs, video, audio, speech) in [
+            (1, true, true, true),
+            (9, true, false, false),
+            (40, false, true, true),
+        ] {
+            let presence = Presence {
+                video,
+                audio,
+                speech,
+            };
+            let raw: Vec<f32> = (0..secs * f)
+                .map(|i| q.model.mean[i % f] + q.model.std[i % f] * rng.random_range(-3.0..3.0))
+                .collect();
+            for time_base in [TimeBase::Stimulus, TimeBase::Bold] {
+                let resp = q
+                    .gpu
+                    .response(&raw, &q.model, presence, time_base)
+                    .expect("response kernels");
+                let (z, r, y) = (resp.z, resp.r, resp.y);
+                let (cz, cr, cy) = reference::response(&raw, &q.model, presence, time_base);
+                assert_close("z", &z, &cz);
+                assert_close("r", &r, &cr);
+                assert_close("y", &y, &cy);
+            }
+        }
     }
 }
 
@@ -238,7 +258,11 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
         ],
     );
     let path = dir.path().join("cut.mp4");
-    let out = crate::support::analyse(&path).await;
+    let q = qualia_unheard();
+    let info = brainscan::media::probe::probe(&path, std::time::Duration::from_secs(30))
+        .await
+        .expect("probe");
+    let out = q.analyse(&path, &info, 180, None).await.expect("analyse");
     let spec = DecodeSpec::default();
     let len = (spec.width * spec.height * 3) as usize;
     let frames = decode_frames(&path, spec, usize::MAX)
@@ -257,17 +281,25 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
         &features::hann(),
         &features::mel_filters(),
     );
-    let q = qualia();
     let raw = reference::pool(
         &ff,
         &hf,
         out.seconds,
         10,
         q.model.manifest.sampling.onset_threshold,
+        q.model.manifest.sampling.hop_offset as usize,
         &features::dft_table(),
     );
-    assert_close("pooled features", &out.features, &raw);
-    let (_, _, y) = reference::response(&raw, &q.model, true, true);
+    let loudness = v2::loudness_per_second(&hf, out.seconds, 3);
+    let streams = v2::streams(&raw, &loudness, true, true, false);
+    let derived = v2::derive(&raw, &loudness, &streams, None);
+    assert_close("v2 features", &out.features, &derived);
+    let presence = Presence {
+        video: true,
+        audio: true,
+        speech: false,
+    };
+    let (_, _, y) = reference::response(&derived, &q.model, presence, TimeBase::Stimulus);
     let got: Vec<f32> = out.networks.iter().flatten().copied().collect();
     assert_close("networks", &got, &y);
     assert_eq!(out.frames, frames.len() / len - 1);

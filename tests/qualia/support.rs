@@ -5,6 +5,7 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use brainscan::inference::run::Listener;
 use brainscan::inference::{GpuContext, Model, Qualia, QualiaOutput};
 use brainscan::media::probe;
 
@@ -18,10 +19,47 @@ pub fn gpu() -> Arc<GpuContext> {
     .clone()
 }
 
+/// The speech models v2's language features need, loaded once (`scripts/fetch-models`).
+pub fn listener() -> Arc<Listener> {
+    static L: OnceLock<Arc<Listener>> = OnceLock::new();
+    L.get_or_init(|| {
+        let dir = brainscan::config::default_models_dir_from_env();
+        let paths = brainscan::speech::ModelPaths::under(&dir);
+        Arc::new(Listener {
+            speech: Arc::new(
+                brainscan::speech::Speech::load(&paths)
+                    .expect("speech models (scripts/fetch-models)"),
+            ),
+            embedder: brainscan::intelligence::recall::shared_embedder(&paths.embedder)
+                .expect("embedder (scripts/fetch-models)"),
+        })
+    })
+    .clone()
+}
+
+/// qualia v2 (the default model) with its speech models.
 pub fn qualia() -> Qualia {
     Qualia {
         gpu: gpu(),
         model: Arc::new(Model::embedded().expect("embedded model")),
+        listener: Some(listener()),
+    }
+}
+
+/// qualia v2 without speech models: the language features are absent.
+pub fn qualia_unheard() -> Qualia {
+    Qualia {
+        listener: None,
+        ..qualia()
+    }
+}
+
+/// qualia v1 as shipped (for the plumbing battery and comparisons).
+pub fn qualia_v1() -> Qualia {
+    Qualia {
+        gpu: gpu(),
+        model: Arc::new(Model::embedded_v1().expect("embedded v1 model")),
+        listener: None,
     }
 }
 

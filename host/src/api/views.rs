@@ -84,8 +84,12 @@ pub struct CompletedScan {
     #[serde(skip)]
     #[schema(ignore)]
     pub fmri_key: Option<String>,
-    /// Additive: true when the predicted networks were flat, so scores near 50 are no verdict.
+    /// Additive: true when nothing in the clip changes (black, silent or constant). The
+    /// result then says "nothing to read": no overall score, no moments, a summary that says
+    /// why.
     pub low_signal: bool,
+    /// Additive: which streams the clip had (absent ones are excluded from the model).
+    pub modalities: crate::result::StoredModalities,
     /// Additive: which model and analysis modules produced this result.
     #[schema(value_type = Object)]
     pub provenance: serde_json::Value,
@@ -216,6 +220,7 @@ pub fn completed(scan_id: &str, request: &ScanRequest, result: ScanResult) -> Co
         fmri_url: o.include_fmri.then_some(None),
         fmri_key: result.fmri_key.filter(|_| o.include_fmri),
         low_signal: result.low_signal,
+        modalities: result.modalities,
         provenance: result.provenance,
     }
 }

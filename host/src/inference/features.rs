@@ -33,6 +33,35 @@ pub const GRID: (u32, u32) = (32, 18);
 pub enum Modality {
     Visual,
     Audio,
+    /// Speech and language (voice activity, the transcript): absent when the clip has no
+    /// audible sound or speech was not analysed.
+    Speech,
+    /// Clip-level flags that are always present (which streams the clip had).
+    Clip,
+}
+
+impl Modality {
+    /// The bit of this modality in the presence mask the response kernel reads.
+    #[must_use]
+    pub fn bit(self) -> u32 {
+        match self {
+            Self::Visual => 1,
+            Self::Audio => 2,
+            Self::Speech => 4,
+            Self::Clip => 8,
+        }
+    }
+
+    /// The code `response.wgsl` reads from the stats table.
+    #[must_use]
+    pub fn code(self) -> f32 {
+        match self {
+            Self::Visual => 0.0,
+            Self::Audio => 1.0,
+            Self::Speech => 2.0,
+            Self::Clip => 3.0,
+        }
+    }
 }
 
 /// The per-second features, in the order the kernels write them and the model file lists them.

@@ -13,8 +13,8 @@ use std::path::Path;
 
 use nalgebra::{DMatrix, DVector};
 
-use super::features::{FEATURE_COUNT, FEATURES};
-use super::model::{Model, NETWORK_COUNT};
+use super::features::Modality;
+use super::model::{Model, NETWORK_COUNT, Presence, TimeBase};
 use super::prior;
 use super::reference::convolve;
 use crate::result::NETWORKS;
@@ -47,7 +47,7 @@ pub struct Run {
 impl Run {
     #[must_use]
     pub fn seconds(&self) -> usize {
-        self.features.len() / FEATURE_COUNT
+        self.targets.len() / NETWORK_COUNT
     }
 }
 
@@ -117,19 +117,18 @@ pub fn read_csv(path: &Path, columns: &[&str]) -> Result<Vec<f32>, FitError> {
 }
 
 /// Loads a run from a features CSV (as `brainscan features --csv` writes) and a targets CSV
-/// with one column per network, named as in the spec.
+/// with one column per network, named as in the spec. `names` are the model's features.
 ///
 /// # Errors
 /// See [`read_csv`]; different lengths.
-pub fn load_run(features: &Path, targets: &Path) -> Result<Run, FitError> {
-    let names: Vec<&str> = FEATURES.iter().map(|f| f.0).collect();
-    let x = read_csv(features, &names)?;
+pub fn load_run(features: &Path, targets: &Path, names: &[&str]) -> Result<Run, FitError> {
+    let x = read_csv(features, names)?;
     let y = read_csv(targets, &NETWORKS)?;
-    if x.len() / FEATURE_COUNT != y.len() / NETWORK_COUNT {
+    if x.len() / names.len() != y.len() / NETWORK_COUNT {
         return Err(FitError::Data(format!(
             "{} has {} seconds but {} has {}",
             features.display(),
-            x.len() / FEATURE_COUNT,
+            x.len() / names.len(),
             targets.display(),
             y.len() / NETWORK_COUNT
         )));
@@ -145,10 +144,24 @@ fn corpus(runs: &[Run]) -> Vec<prior::CorpusClip> {
     runs.iter()
         .map(|r| prior::CorpusClip {
             features: r.features.clone(),
-            has_video: true,
-            has_audio: true,
+            presence: Presence {
+                video: true,
+                audio: true,
+                speech: true,
+            },
         })
         .collect()
+}
+
+/// The statistics of `runs` for `base`'s feature list.
+fn stats(runs: &[Run], base: &Model) -> (Vec<f32>, Vec<f32>) {
+    let list: Vec<(&str, Modality)> = base
+        .features
+        .iter()
+        .map(String::as_str)
+        .zip(base.modality.iter().copied())
+        .collect();
+    prior::corpus_stats(&corpus(runs), &list, &base.absent)
 }
 
 /// What the fit found.
@@ -214,7 +227,7 @@ fn ridge(
 /// # Errors
 /// Too little or degenerate data.
 pub fn fit(runs: &[Run], base: &Model, version: &str) -> Result<(Model, FitReport), FitError> {
-    let f = FEATURE_COUNT;
+    let f = base.features.len();
     let rows: usize = runs.iter().map(Run::seconds).sum();
     if rows < 2 * f {
         return Err(FitError::Data(format!(
@@ -222,7 +235,7 @@ pub fn fit(runs: &[Run], base: &Model, version: &str) -> Result<(Model, FitRepor
             2 * f
         )));
     }
-    let (mean, std) = prior::corpus_stats(&corpus(runs));
+    let (mean, std) = stats(runs, base);
     // Transform each run separately (the response kernel must not cross run boundaries).
     let mut xs = Vec::with_capacity(rows * f);
     let mut ys = Vec::with_capacity(rows * NETWORK_COUNT);
@@ -243,7 +256,7 @@ pub fn fit(runs: &[Run], base: &Model, version: &str) -> Result<(Model, FitRepor
                     .clamp(-10.0, 10.0)
             })
             .collect();
-        xs.extend(convolve(&z, t, f, &base.hrf, base.lag));
+        xs.extend(convolve(&z, t, f, &base.hrf, base.kernel(TimeBase::Bold)));
         ys.extend(run.targets.iter().map(|v| f64::from(*v)));
         for s in 0..t {
             group.push(if runs.len() >= 2 {
@@ -338,7 +351,7 @@ mod tests {
     fn ridge_recovers_known_weights_through_the_scan_transform() {
         let base = Model::embedded().expect("embedded model");
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-        let f = FEATURE_COUNT;
+        let f = base.features.len();
         let mut true_w = vec![0f64; NETWORK_COUNT * f];
         for (i, w) in true_w.iter_mut().enumerate() {
             if i % 3 == 0 {
@@ -360,7 +373,7 @@ mod tests {
             });
         }
         // Targets from the same transform the fit uses (statistics over all runs).
-        let (mean, std) = prior::corpus_stats(&corpus(&runs));
+        let (mean, std) = stats(&runs, &base);
         for run in &mut runs {
             let t = run.seconds();
             let z: Vec<f64> = run
@@ -369,7 +382,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, v)| (f64::from(*v) - f64::from(mean[i % f])) / f64::from(std[i % f]))
                 .collect();
-            let rr = convolve(&z, t, f, &base.hrf, base.lag);
+            let rr = convolve(&z, t, f, &base.hrf, base.kernel(TimeBase::Bold));
             for s in 0..t {
                 for n in 0..NETWORK_COUNT {
                     let y: f64 = true_b[n]
@@ -413,7 +426,7 @@ mod tests {
         let base = Model::embedded().expect("embedded model");
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
         let t = 400;
-        let f = FEATURE_COUNT;
+        let f = base.features.len();
         let run = Run {
             name: "noise".into(),
             features: (0..t * f).map(|_| rng.random_range(0.0..1.0)).collect(),

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use wgpu::util::DeviceExt;
 
 use super::features::{self, BINS, FRAME_FEATURES, HOP_FEATURES};
-use super::model::{Model, NETWORK_COUNT};
+use super::model::{Model, NETWORK_COUNT, Presence, TimeBase};
 
 const VISUAL_WGSL: &str = include_str!("../../../shaders/visual.wgsl");
 const AUDIO_WGSL: &str = include_str!("../../../shaders/audio.wgsl");
@@ -577,6 +577,7 @@ impl GpuContext {
         seconds: usize,
         fps: u32,
         onset_threshold: f32,
+        hop_offset: u32,
     ) -> Result<(Vec<f32>, Duration), GpuError> {
         let start = Instant::now();
         let f = features::FEATURE_COUNT;
@@ -586,7 +587,7 @@ impl GpuContext {
             (hop_feats.len() / HOP_FEATURES) as u32,
             fps,
             onset_threshold.to_bits(),
-            0,
+            hop_offset,
             0,
             0,
         ]));
@@ -609,30 +610,24 @@ impl GpuContext {
         &self,
         raw: &[f32],
         model: &Model,
-        has_video: bool,
-        has_audio: bool,
+        present: Presence,
+        time_base: TimeBase,
     ) -> Result<Response, GpuError> {
         let start = Instant::now();
         let f = model.features.len();
         let seconds = raw.len() / f;
+        let kernel = model.kernel(time_base);
         let params = self.uniform(&Params8([
             seconds as u32,
             f as u32,
             model.hrf.len() as u32,
-            model.lag as u32,
-            u32::from(has_video),
-            u32::from(has_audio),
+            kernel.shift as u32,
+            present.mask(),
+            kernel.first_tap as u32,
             NETWORK_COUNT as u32,
             0,
         ]));
-        let modality: Vec<f32> = model
-            .modality
-            .iter()
-            .map(|m| match m {
-                features::Modality::Visual => 0.0,
-                features::Modality::Audio => 1.0,
-            })
-            .collect();
+        let modality: Vec<f32> = model.modality.iter().map(|m| m.code()).collect();
         let stats: Vec<f32> = [&model.mean[..], &model.std, &model.absent, &modality].concat();
         let wb: Vec<f32> = [&model.weights[..], &model.bias].concat();
         let raw_b = self.storage("raw", bytemuck::cast_slice(raw))?;

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::features::{FEATURES, Modality};
+use super::language::AXES;
+use crate::embed::DIM;
 use crate::result::NETWORKS;
 
 pub const NETWORK_COUNT: usize = 7;
@@ -18,9 +20,13 @@ const MAX_JSON: u64 = 1 << 20;
 const MAX_TENSORS: u64 = 16 << 20;
 const MAX_TAPS: usize = 64;
 
-/// The model this binary carries, used when no `--model` folder is configured.
-pub const EMBEDDED_JSON: &[u8] = include_bytes!("../../../models/qualia/v1/model.json");
-pub const EMBEDDED_TENSORS: &[u8] = include_bytes!("../../../models/qualia/v1/model.safetensors");
+/// The model this binary carries, used when no `--model` folder is configured: qualia v2.
+pub const EMBEDDED_JSON: &[u8] = include_bytes!("../../../models/qualia/v2/model.json");
+pub const EMBEDDED_TENSORS: &[u8] = include_bytes!("../../../models/qualia/v2/model.safetensors");
+/// qualia v1, kept loadable for comparison (`--model models/qualia/v1` reads the same files).
+pub const EMBEDDED_V1_JSON: &[u8] = include_bytes!("../../../models/qualia/v1/model.json");
+pub const EMBEDDED_V1_TENSORS: &[u8] =
+    include_bytes!("../../../models/qualia/v1/model.safetensors");
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -50,6 +56,64 @@ pub struct Sampling {
     pub hop: u32,
     pub window: u32,
     pub onset_threshold: f32,
+    /// Hops by which each second's audio pooling is moved back (see `pool.wgsl`): 0 in v1,
+    /// 3 in v2 so a second's last analysis window ends inside the second.
+    #[serde(default)]
+    pub hop_offset: u32,
+}
+
+/// The time axis of the predicted network series. Both are causal: second t only ever uses the
+/// stimulus of seconds <= t.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeBase {
+    /// Second t is the response to the stimulus up to t: the HRF from its peak onwards, so a
+    /// cause shows at its own second and decays after it. Lenses and moments use this.
+    #[default]
+    Stimulus,
+    /// Second t is the BOLD signal at t: the whole HRF applied forward, peaking about 5 s after
+    /// its cause, as an fMRI scanner would record it.
+    Bold,
+}
+
+/// Where the response kernel reads: `r[t] = sum_{k >= first_tap} hrf[k] z[t + shift - k]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kernel {
+    pub shift: usize,
+    pub first_tap: usize,
+}
+
+/// Which of the model's modalities a clip really had (absent ones take the absent value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Presence {
+    pub video: bool,
+    pub audio: bool,
+    /// Speech was analysed (voice activity and transcript): false when the clip has no audible
+    /// sound or the process has no speech models.
+    pub speech: bool,
+}
+
+impl Presence {
+    /// The bit mask `response.wgsl` reads; clip-level flags are always present.
+    #[must_use]
+    pub fn mask(self) -> u32 {
+        let mut m = Modality::Clip.bit();
+        if self.video {
+            m |= Modality::Visual.bit();
+        }
+        if self.audio {
+            m |= Modality::Audio.bit();
+        }
+        if self.speech {
+            m |= Modality::Speech.bit();
+        }
+        m
+    }
+
+    #[must_use]
+    pub fn has(self, m: Modality) -> bool {
+        self.mask() & m.bit() != 0
+    }
 }
 
 /// The response kernel's parameters (the taps themselves are a tensor).
@@ -76,6 +140,23 @@ pub struct WeightNote {
     pub reason: String,
 }
 
+/// The semantic axes of a v2 model: the sentences each direction was built from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SemanticSpec {
+    /// The sentence embedder the axes live in; transcripts must be embedded with the same.
+    pub embedder: String,
+    pub axes: Vec<AxisSpec>,
+    /// Sentences every axis is measured against.
+    pub neutral: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AxisSpec {
+    pub name: String,
+    pub meaning: String,
+    pub anchors: Vec<String>,
+}
+
 /// `model.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -91,6 +172,9 @@ pub struct Manifest {
     /// Every non-zero weight with its reason (prior models) — checked against the tensor.
     #[serde(default)]
     pub weights: Vec<WeightNote>,
+    /// Format 2: the semantic axes (their directions are the `axes` tensor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantic: Option<SemanticSpec>,
     /// `sha256:<hex>` of model.safetensors.
     pub checksum: String,
 }
@@ -109,6 +193,17 @@ pub struct Model {
     pub bias: Vec<f32>,
     pub hrf: Vec<f32>,
     pub lag: usize,
+    /// Format 2: `AXES x DIM` unit directions of the semantic axes (empty in format 1).
+    pub axes: Vec<f32>,
+}
+
+/// The feature list a model format must carry: (name, modality) in order.
+fn feature_list(format: u32) -> Option<Vec<(&'static str, Modality)>> {
+    match format {
+        1 => Some(FEATURES.iter().map(|f| (f.0, f.1)).collect()),
+        2 => Some(super::v2::FEATURES.iter().map(|f| (f.0, f.1)).collect()),
+        _ => None,
+    }
 }
 
 fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, ModelError> {
@@ -161,6 +256,35 @@ impl Model {
         Self::from_bytes(EMBEDDED_JSON, EMBEDDED_TENSORS)
     }
 
+    /// qualia v1 as shipped, for comparison.
+    ///
+    /// # Errors
+    /// Only if the build shipped a broken model (a test guards against it).
+    pub fn embedded_v1() -> Result<Self, ModelError> {
+        Self::from_bytes(EMBEDDED_V1_JSON, EMBEDDED_V1_TENSORS)
+    }
+
+    /// The model file's format: 1 (v1 features) or 2 (v2 features).
+    #[must_use]
+    pub fn format(&self) -> u32 {
+        self.manifest.format
+    }
+
+    /// Where the response kernel reads for a time base (see `response.wgsl`).
+    #[must_use]
+    pub fn kernel(&self, time_base: TimeBase) -> Kernel {
+        match time_base {
+            TimeBase::Stimulus => Kernel {
+                shift: self.lag,
+                first_tap: self.lag,
+            },
+            TimeBase::Bold => Kernel {
+                shift: 0,
+                first_tap: 0,
+            },
+        }
+    }
+
     /// Loads and verifies `dir/model.json` + `dir/model.safetensors`.
     ///
     /// # Errors
@@ -182,25 +306,25 @@ impl Model {
                 found,
             });
         }
-        if manifest.format != 1 {
+        let Some(list) = feature_list(manifest.format) else {
             return Err(ModelError::Incompatible(format!(
-                "format {} (this build reads format 1)",
+                "format {} (this build reads formats 1 and 2)",
                 manifest.format
             )));
-        }
+        };
         if manifest.networks != NETWORKS {
             return Err(ModelError::Incompatible(
                 "networks must be the seven Yeo networks in the spec's order".into(),
             ));
         }
         let names: Vec<&str> = manifest.features.iter().map(|f| f.name.as_str()).collect();
-        let ours: Vec<&str> = FEATURES.iter().map(|f| f.0).collect();
+        let ours: Vec<&str> = list.iter().map(|f| f.0).collect();
         if names != ours {
             return Err(ModelError::Incompatible(format!(
                 "feature list {names:?} differs from the one this build computes {ours:?}"
             )));
         }
-        for (spec, ours) in manifest.features.iter().zip(FEATURES.iter()) {
+        for (spec, ours) in manifest.features.iter().zip(list.iter()) {
             if spec.modality != ours.1 {
                 return Err(ModelError::Incompatible(format!(
                     "feature `{}` has the wrong modality",
@@ -221,6 +345,7 @@ impl Model {
             || s.width > 640
             || s.height > 360
             || !s.onset_threshold.is_finite()
+            || s.hop_offset > 10
         {
             return Err(ModelError::Incompatible(format!(
                 "unsupported sampling {s:?}"
@@ -245,6 +370,24 @@ impl Model {
             bias: tensor(&st, "bias", &[NETWORK_COUNT])?,
             hrf: tensor(&st, "hrf", &[r.taps])?,
             lag: r.lag_seconds,
+            axes: if manifest.format >= 2 {
+                let axes = tensor(&st, "axes", &[AXES.len(), DIM])?;
+                let Some(spec) = &manifest.semantic else {
+                    return Err(ModelError::Incompatible(
+                        "a format 2 model must describe its semantic axes".into(),
+                    ));
+                };
+                let names: Vec<&str> = spec.axes.iter().map(|a| a.name.as_str()).collect();
+                let ours: Vec<&str> = AXES.iter().map(|a| a.name).collect();
+                if names != ours {
+                    return Err(ModelError::Incompatible(format!(
+                        "semantic axes {names:?}, expected {ours:?}"
+                    )));
+                }
+                axes
+            } else {
+                Vec::new()
+            },
             manifest,
         };
         if let Some(i) = model.std.iter().position(|s| *s <= 1e-9) {
@@ -296,6 +439,10 @@ impl Model {
             ("bias", vec![NETWORK_COUNT], bytes(&self.bias)),
             ("hrf", vec![self.hrf.len()], bytes(&self.hrf)),
         ];
+        let mut data = data;
+        if !self.axes.is_empty() {
+            data.push(("axes", vec![AXES.len(), DIM], bytes(&self.axes)));
+        }
         let mut views = Vec::new();
         for (name, shape, b) in &data {
             let v = TensorView::new(Dtype::F32, shape.clone(), b)

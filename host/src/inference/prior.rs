@@ -9,9 +9,12 @@
 use std::collections::BTreeMap;
 
 use super::features::{self, FEATURE_COUNT, FEATURES, Modality};
+use super::language::{AXES, NEUTRAL};
 use super::model::{
-    FeatureSpec, Manifest, Model, NETWORK_COUNT, ResponseSpec, Sampling, WeightNote,
+    AxisSpec, FeatureSpec, Manifest, Model, NETWORK_COUNT, Presence, ResponseSpec, Sampling,
+    SemanticSpec, WeightNote,
 };
+use super::v2;
 use crate::result::NETWORKS;
 
 pub struct Prior {
@@ -237,7 +240,8 @@ pub const PRIOR: &[Prior] = &[
     ),
 ];
 
-/// Raw feature values that stand for an absent modality: a black, still frame and silence.
+/// Raw feature values that stand for an absent modality in v1: a black, still frame and
+/// silence. (v2 uses the corpus mean instead: an absent stream reads as "typical", z = 0.)
 #[must_use]
 pub fn absent_values() -> Vec<f32> {
     FEATURES
@@ -255,9 +259,13 @@ pub fn absent_values() -> Vec<f32> {
 #[must_use]
 pub fn std_floor(feature: &str) -> f32 {
     match feature {
-        "level_db" | "level_change" => 1.0,
+        "level_db" | "level_change" | "loudness" | "loudness_change" => 1.0,
+        f if f.starts_with("mel_shape_") => 0.25,
         f if f.starts_with("mel_") => 0.5,
-        "onset_rate" => 0.25,
+        "onset_rate" | "word_rate" | "intelligibility" => 0.25,
+        "video_present" | "audio_present" | "speech_present" => 0.5,
+        "speech_presence" => 0.1,
+        f if f.starts_with("axis_") || f == "semantic_change" => 0.02,
         _ => 0.01,
     }
 }
@@ -266,19 +274,21 @@ pub fn std_floor(feature: &str) -> f32 {
 #[derive(Debug, Clone)]
 pub struct CorpusClip {
     pub features: Vec<f32>,
-    pub has_video: bool,
-    pub has_audio: bool,
+    pub presence: Presence,
 }
 
-/// Mean and floored std of per-second features over a corpus. A feature's statistics use only
-/// the clips that had its modality: a clip without sound says nothing about typical loudness.
+/// Mean and floored std of per-second features over a corpus, for the feature list `list`
+/// (name and modality per column). A feature's statistics use only the clips that had its
+/// modality: a clip without sound says nothing about typical loudness. A feature no clip had
+/// keeps `fallback` as its mean.
 #[must_use]
-pub fn corpus_stats(clips: &[CorpusClip]) -> (Vec<f32>, Vec<f32>) {
-    let f = FEATURE_COUNT;
-    let present = |c: &CorpusClip, k: usize| match FEATURES[k].1 {
-        Modality::Visual => c.has_video,
-        Modality::Audio => c.has_audio,
-    };
+pub fn corpus_stats(
+    clips: &[CorpusClip],
+    list: &[(&str, Modality)],
+    fallback: &[f32],
+) -> (Vec<f32>, Vec<f32>) {
+    let f = list.len();
+    let present = |c: &CorpusClip, k: usize| c.presence.has(list[k].1);
     let mut mean = vec![0f64; f];
     let mut count = vec![0f64; f];
     for c in clips {
@@ -307,18 +317,28 @@ pub fn corpus_stats(clips: &[CorpusClip]) -> (Vec<f32>, Vec<f32>) {
     let std = var
         .iter()
         .zip(&count)
-        .zip(FEATURES.iter())
-        .map(|((v, n), (name, _, _))| ((v / n.max(1.0)).sqrt() as f32).max(std_floor(name)))
+        .zip(list.iter())
+        .map(|((v, n), (name, _))| ((v / n.max(1.0)).sqrt() as f32).max(std_floor(name)))
         .collect();
-    // A feature no clip had keeps the absent value as its mean.
-    let absent = absent_values();
     let mean = mean
         .iter()
         .zip(&count)
         .enumerate()
-        .map(|(k, (m, n))| if *n > 0.0 { *m as f32 } else { absent[k] })
+        .map(|(k, (m, n))| if *n > 0.0 { *m as f32 } else { fallback[k] })
         .collect();
     (mean, std)
+}
+
+/// The v1 feature list as (name, modality).
+#[must_use]
+pub fn v1_list() -> Vec<(&'static str, Modality)> {
+    FEATURES.iter().map(|f| (f.0, f.1)).collect()
+}
+
+/// The v2 feature list as (name, modality).
+#[must_use]
+pub fn v2_list() -> Vec<(&'static str, Modality)> {
+    v2::FEATURES.iter().map(|f| (f.0, f.1)).collect()
 }
 
 /// Default sampling of v1 (see QUALIA-MODEL.md).
@@ -332,6 +352,7 @@ pub fn default_sampling() -> Sampling {
         hop: features::HOP as u32,
         window: features::WINDOW as u32,
         onset_threshold: 0.5,
+        hop_offset: 0,
     }
 }
 
@@ -385,6 +406,7 @@ pub fn build(version: &str, mean: Vec<f32>, std: Vec<f32>, corpus: serde_json::V
         },
         provenance,
         weights: notes,
+        semantic: None,
         checksum: String::new(),
     };
     Model {
@@ -397,6 +419,180 @@ pub fn build(version: &str, mean: Vec<f32>, std: Vec<f32>, corpus: serde_json::V
         bias: vec![0.0; NETWORK_COUNT],
         hrf: features::canonical_hrf(taps),
         lag: 5,
+        axes: Vec::new(),
+        manifest,
+    }
+}
+
+/// v2's prior: v1's weights carried over to the renamed v2 features, plus hand-set priors for
+/// the speech and language features. All of these are literature priors set by hand; the
+/// grounded readout (Neurosynth-derived profiles, fitted on real fMRI) replaces them.
+pub const PRIOR_V2_LANGUAGE: &[Prior] = &[
+    w(
+        "Somatomotor",
+        "speech_presence",
+        0.20,
+        "Voice-selective regions of superior temporal cortex (in Yeo-7's somatomotor network with auditory cortex) respond more to voices than to other sounds (Belin et al. 2000).",
+    ),
+    w(
+        "Default Mode",
+        "intelligibility",
+        0.25,
+        "Intelligible speech engages anterior temporal, angular-gyrus and medial prefrontal language/semantic regions beyond acoustically matched unintelligible speech (Scott et al. 2000; Lerner et al. 2011); much of that cortex lies in Yeo-7's default mode network.",
+    ),
+    w(
+        "Frontoparietal",
+        "word_rate",
+        0.10,
+        "Faster, denser speech raises comprehension load in left inferior frontal and control regions (weak prior).",
+    ),
+    w(
+        "Default Mode",
+        "semantic_change",
+        0.10,
+        "Event boundaries in narratives shift default-mode activity patterns (Baldassano et al. 2017); weak prior.",
+    ),
+    w(
+        "Ventral Attention",
+        "semantic_change",
+        0.10,
+        "A change of topic is a salient event boundary (weak prior).",
+    ),
+    w(
+        "Default Mode",
+        "axis_social",
+        0.15,
+        "Social and mentalising content engages medial prefrontal cortex, temporo-parietal junction and precuneus, core default-mode regions (Mars et al. 2012).",
+    ),
+    w(
+        "Limbic",
+        "axis_emotion",
+        0.15,
+        "Emotional language engages temporal-pole and orbitofrontal cortex, Yeo-7's limbic network (weak prior).",
+    ),
+    w(
+        "Frontoparietal",
+        "axis_numbers",
+        0.15,
+        "Numbers and quantities engage the intraparietal sulcus and lateral prefrontal cortex (Dehaene et al. 2003).",
+    ),
+    w(
+        "Ventral Attention",
+        "axis_imperative",
+        0.10,
+        "Direct address and calls to action are salient social signals (weak prior).",
+    ),
+];
+
+/// v1 feature names that v2 carries under another name; v1's `luma` has no v2 counterpart.
+fn v2_name(v1: &str) -> Option<&'static str> {
+    match v1 {
+        "luma" => None,
+        "motion" => Some("flicker"),
+        "level_db" => Some("loudness"),
+        "level_change" => Some("loudness_change"),
+        other => v2::FEATURES.iter().find(|f| f.0 == other).map(|f| f.0),
+    }
+}
+
+/// Default sampling of v2: v1's, with the causal hop grid.
+#[must_use]
+pub fn default_sampling_v2() -> Sampling {
+    Sampling {
+        hop_offset: 3,
+        ..default_sampling()
+    }
+}
+
+/// Builds the v2 prior model from corpus statistics and the semantic axis directions.
+#[must_use]
+pub fn build_v2(
+    version: &str,
+    mean: Vec<f32>,
+    std: Vec<f32>,
+    axes: Vec<f32>,
+    embedder: &str,
+    corpus: serde_json::Value,
+) -> Model {
+    let f = v2::FEATURE_COUNT_V2;
+    let mut weights = vec![0f32; NETWORK_COUNT * f];
+    let mut notes = Vec::new();
+    // Dropped in v2: Yeo-7's somatomotor network holds auditory cortex, and a visual weight
+    // there made a silent video read as heard.
+    let carried = PRIOR
+        .iter()
+        .filter(|p| !(p.network == "Somatomotor" && p.feature == "motion"))
+        .filter_map(|p| v2_name(p.feature).map(|name| (p, name)));
+    let added = PRIOR_V2_LANGUAGE.iter().map(|p| (p, p.feature));
+    for (p, feature) in carried.chain(added) {
+        let n = NETWORKS
+            .iter()
+            .position(|x| *x == p.network)
+            .unwrap_or_else(|| panic!("unknown network {}", p.network));
+        let k = v2::feature_index(feature).unwrap_or_else(|| panic!("unknown feature {feature}"));
+        weights[n * f + k] += p.weight;
+        notes.retain(|x: &WeightNote| !(x.network == p.network && x.feature == feature));
+        notes.push(WeightNote {
+            network: p.network.into(),
+            feature: feature.into(),
+            weight: weights[n * f + k],
+            reason: p.reason.into(),
+        });
+    }
+    let mut provenance = BTreeMap::new();
+    provenance.insert("source".into(), serde_json::json!("prior"));
+    provenance.insert(
+        "summary".into(),
+        serde_json::json!("Weights are literature priors set by hand (v1's, carried to the v2 features, plus priors for the speech and language features); they are NOT fitted to fMRI. Feature statistics come from the reference corpus below. Absent streams read as the corpus mean."),
+    );
+    provenance.insert("corpus".into(), corpus);
+    let taps = 32;
+    let manifest = Manifest {
+        name: "qualia".into(),
+        version: version.into(),
+        format: 2,
+        networks: NETWORKS.iter().map(|s| (*s).to_owned()).collect(),
+        features: v2::FEATURES
+            .iter()
+            .map(|(name, modality, description)| FeatureSpec {
+                name: (*name).into(),
+                modality: *modality,
+                description: (*description).into(),
+            })
+            .collect(),
+        sampling: default_sampling_v2(),
+        response: ResponseSpec {
+            kind: "spm-double-gamma (peak 6 s, undershoot 16 s, ratio 1/6), unit sum; stimulus time uses the taps from the peak (lag) onwards, BOLD time all taps".into(),
+            taps,
+            lag_seconds: 5,
+        },
+        provenance,
+        weights: notes,
+        semantic: Some(SemanticSpec {
+            embedder: embedder.into(),
+            axes: AXES
+                .iter()
+                .map(|a| AxisSpec {
+                    name: a.name.into(),
+                    meaning: a.meaning.into(),
+                    anchors: a.anchors.iter().map(|s| (*s).to_owned()).collect(),
+                })
+                .collect(),
+            neutral: NEUTRAL.iter().map(|s| (*s).to_owned()).collect(),
+        }),
+        checksum: String::new(),
+    };
+    Model {
+        features: v2::FEATURES.iter().map(|f| f.0.to_owned()).collect(),
+        modality: v2::FEATURES.iter().map(|f| f.1).collect(),
+        absent: mean.clone(),
+        mean,
+        std,
+        weights,
+        bias: vec![0.0; NETWORK_COUNT],
+        hrf: features::canonical_hrf(taps),
+        lag: 5,
+        axes,
         manifest,
     }
 }

@@ -255,6 +255,7 @@ pub fn pool(
     seconds: usize,
     fps: usize,
     onset_threshold: f32,
+    hop_offset: usize,
     dft: &[[f32; 2]],
 ) -> Vec<f32> {
     const F: usize = super::features::FEATURE_COUNT;
@@ -265,8 +266,8 @@ pub fn pool(
     let frange = |t: usize| ((t * fps).min(nf), ((t + 1) * fps).min(nf));
     let hrange = |t: usize| {
         (
-            (t * HOPS_PER_SECOND).min(nh),
-            ((t + 1) * HOPS_PER_SECOND).min(nh),
+            (t * HOPS_PER_SECOND).saturating_sub(hop_offset).min(nh),
+            ((t + 1) * HOPS_PER_SECOND - hop_offset).min(nh),
         )
     };
     let mean_frame = |t: usize, k: usize| {
@@ -353,8 +354,8 @@ pub fn pool(
 pub fn response(
     raw: &[f32],
     model: &super::model::Model,
-    has_video: bool,
-    has_audio: bool,
+    present: super::model::Presence,
+    time_base: super::model::TimeBase,
 ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let f = model.features.len();
     let t_len = raw.len() / f;
@@ -364,11 +365,7 @@ pub fn response(
         .enumerate()
         .map(|(i, x)| {
             let k = i % f;
-            let present = match model.modality[k] {
-                super::features::Modality::Visual => has_video,
-                super::features::Modality::Audio => has_audio,
-            };
-            let x = if present {
+            let x = if present.has(model.modality[k]) {
                 f64::from(*x)
             } else {
                 f64::from(model.absent[k])
@@ -376,7 +373,7 @@ pub fn response(
             ((x - f64::from(model.mean[k])) / f64::from(model.std[k])).clamp(-10.0, 10.0)
         })
         .collect();
-    let r = convolve(&z, t_len, f, &model.hrf, model.lag);
+    let r = convolve(&z, t_len, f, &model.hrf, model.kernel(time_base));
     let mut y = vec![0f64; t_len * nets];
     for t in 0..t_len {
         for n in 0..nets {
@@ -394,19 +391,25 @@ pub fn response(
 /// The response kernel on a `seconds x features` matrix (also used by fitting, so a fitted model
 /// sees features exactly as the scan path transforms them).
 #[must_use]
-pub fn convolve(z: &[f64], seconds: usize, features: usize, hrf: &[f32], lag: usize) -> Vec<f64> {
+pub fn convolve(
+    z: &[f64],
+    seconds: usize,
+    features: usize,
+    hrf: &[f32],
+    kernel: super::model::Kernel,
+) -> Vec<f64> {
     let mut r = vec![0f64; seconds * features];
     for t in 0..seconds {
         for k in 0..features {
             let (mut acc, mut norm) = (0.0, 0.0);
-            for (tap, h) in hrf.iter().enumerate() {
-                let s = t as i64 + lag as i64 - tap as i64;
+            for (tap, h) in hrf.iter().enumerate().skip(kernel.first_tap) {
+                let s = t as i64 + kernel.shift as i64 - tap as i64;
                 if s >= 0 && (s as usize) < seconds {
                     acc += f64::from(*h) * z[s as usize * features + k];
                     norm += f64::from(*h);
                 }
             }
-            r[t * features + k] = acc / norm;
+            r[t * features + k] = if norm > 1e-9 { acc / norm } else { 0.0 };
         }
     }
     r

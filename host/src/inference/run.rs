@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::features::{FRAME_FEATURES, HOP, HOP_FEATURES, LEAD, WINDOW};
 use super::gpu::{GpuContext, GpuError, StageTimes};
-use super::model::{Model, NETWORK_COUNT};
+use super::model::{Model, NETWORK_COUNT, Presence, TimeBase};
+use super::{language, v2};
 use crate::media::decode::{AudioSamples, DecodeError, DecodeSpec, VideoFrames};
 use crate::media::probe::ProbeInfo;
 
@@ -27,6 +28,8 @@ pub enum QualiaError {
     NoMedia,
     #[error("an analysis task failed: {0}")]
     Task(String),
+    #[error("speech analysis failed: {0}")]
+    Speech(String),
 }
 
 impl QualiaError {
@@ -34,18 +37,24 @@ impl QualiaError {
     #[must_use]
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Decode(DecodeError::Missing) | Self::Gpu(_) | Self::Task(_) => "internal_error",
+            Self::Decode(DecodeError::Missing) | Self::Gpu(_) | Self::Task(_) | Self::Speech(_) => {
+                "internal_error"
+            }
             Self::Decode(_) | Self::NoMedia => "decode_failed",
             Self::TooLong(..) => "video_too_long",
         }
     }
 }
 
-/// Which inputs the clip had (and were decoded).
+/// Which inputs the clip had. In v2 a stream counts only when it carries something: audio
+/// above the audible floor, a picture that is not a uniform field; `speech` says the speech and
+/// language features were computed (the clip has audible sound or subtitles, and the process has
+/// the speech models).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Modalities {
     pub video: bool,
     pub audio: bool,
+    pub speech: bool,
 }
 
 /// What qualia computed for one clip.
@@ -57,6 +66,10 @@ pub struct QualiaOutput {
     pub duration_sec: f64,
     pub seconds: usize,
     pub modalities: Modalities,
+    /// The time axis of `networks`.
+    pub time_base: TimeBase,
+    /// Nothing in the clip changes (black, silent or near-constant): there is nothing to read.
+    pub low_signal: bool,
     /// `seconds` rows in the spec's network order, z units.
     pub networks: Vec<[f32; NETWORK_COUNT]>,
     /// `seconds x F` raw per-second features (the model's feature order).
@@ -64,16 +77,37 @@ pub struct QualiaOutput {
     pub frames: usize,
     pub hops: usize,
     pub stage_times: StageTimes,
+    /// Voice activity and transcript, when speech was analysed (v2 with speech models).
+    #[serde(skip)]
+    pub heard: Option<crate::speech::Heard>,
 }
 
 /// Progress of decoding in seconds of media, for progress bars and scan stages.
 pub type Progress = Arc<dyn Fn(f64) + Send + Sync>;
+
+/// The speech models v2's language features need: Whisper with the voice-activity gate, and
+/// the sentence embedder.
+pub struct Listener {
+    pub speech: Arc<crate::speech::Speech>,
+    pub embedder: Arc<crate::embed::Embedder>,
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener")
+            .field("speech", &self.speech.model_id())
+            .field("embedder", &self.embedder.model_id)
+            .finish()
+    }
+}
 
 /// The GPU context and the model, shared by all scans of a process.
 #[derive(Debug, Clone)]
 pub struct Qualia {
     pub gpu: Arc<GpuContext>,
     pub model: Arc<Model>,
+    /// Speech models for v2's language features; without them those features are absent.
+    pub listener: Option<Arc<Listener>>,
 }
 
 struct Stream<T> {
@@ -96,7 +130,7 @@ impl Qualia {
         }
     }
 
-    /// Runs the whole model on a media file that `probe` describes.
+    /// Runs the whole model on a media file that `probe` describes, in stimulus time.
     ///
     /// # Errors
     /// Decoding, GPU and length errors, typed.
@@ -106,6 +140,22 @@ impl Qualia {
         probe: &ProbeInfo,
         max_seconds: u32,
         progress: Option<Progress>,
+    ) -> Result<QualiaOutput, QualiaError> {
+        self.analyse_in(path, probe, max_seconds, progress, TimeBase::Stimulus)
+            .await
+    }
+
+    /// [`Qualia::analyse`] on a chosen time base.
+    ///
+    /// # Errors
+    /// Decoding, GPU, speech and length errors, typed.
+    pub async fn analyse_in(
+        &self,
+        path: &Path,
+        probe: &ProbeInfo,
+        max_seconds: u32,
+        progress: Option<Progress>,
+        time_base: TimeBase,
     ) -> Result<QualiaOutput, QualiaError> {
         if let Some(d) = probe.duration_sec
             && d > f64::from(max_seconds) + 0.5
@@ -132,7 +182,25 @@ impl Qualia {
                 Ok(None)
             }
         };
-        let (video, audio) = tokio::try_join!(video, audio)?;
+        let listen = async {
+            match (&self.listener, self.model.format() >= 2) {
+                (Some(l), true) => {
+                    let duration = probe
+                        .duration_sec
+                        .filter(|d| d.is_finite() && *d > 0.0)
+                        .unwrap_or(f64::from(max_seconds));
+                    crate::speech::hear(path, probe, duration, l.speech.clone())
+                        .await
+                        .map(Some)
+                        .map_err(QualiaError::Speech)
+                }
+                _ => Ok(None),
+            }
+        };
+        // A clip that does not decode is a decode error, whatever the speech stage says.
+        let (video, audio, heard) = tokio::join!(video, audio, listen);
+        let (video, audio) = (video?, audio?);
+        let heard = heard?;
         let video = video.filter(|v| v.count > 0);
         let audio = audio.filter(|a| a.extra > 0);
         if video.is_none() && audio.is_none() {
@@ -153,10 +221,8 @@ impl Qualia {
         }
         let seconds = (duration.ceil() as usize).clamp(1, max_seconds as usize);
 
-        let modalities = Modalities {
-            video: video.is_some(),
-            audio: audio.is_some(),
-        };
+        let decoded_video = video.is_some();
+        let decoded_audio = audio.is_some();
         let mut times = StageTimes::default();
         let (mut fv, mut hv) = (Vec::new(), Vec::new());
         if let Some(v) = video {
@@ -168,16 +234,71 @@ impl Qualia {
             hv = a.values;
         }
         let (frames, hops) = (fv.len() / FRAME_FEATURES, hv.len() / HOP_FEATURES);
+        let hop_offset = self.model.manifest.sampling.hop_offset as usize;
+        let loudness = v2::loudness_per_second(&hv, seconds, hop_offset);
         let gpu = self.gpu.clone();
         let model = self.model.clone();
+        let listener = self.listener.clone();
         let threshold = model.manifest.sampling.onset_threshold;
-        let (features, y, pool_t, resp_t) = tokio::task::spawn_blocking(move || {
-            let (raw, pool_t) = gpu.pool(&fv, &hv, seconds, spec.fps, threshold)?;
-            let resp = gpu.response(&raw, &model, modalities.video, modalities.audio)?;
-            Ok::<_, GpuError>((raw, resp.y, pool_t, resp.time))
-        })
-        .await
-        .map_err(|e| QualiaError::Task(e.to_string()))??;
+        let heard_for_features = heard.clone();
+        let (features, y, modalities, low_signal, pool_t, resp_t) =
+            tokio::task::spawn_blocking(move || {
+                let (raw, pool_t) =
+                    gpu.pool(&fv, &hv, seconds, spec.fps, threshold, hop_offset as u32)?;
+                let detected = heard_for_features
+                    .as_ref()
+                    .is_some_and(|h| !h.regions.is_empty());
+                let streams = v2::streams(&raw, &loudness, decoded_video, decoded_audio, detected);
+                let (features, presence) = if model.format() >= 2 {
+                    let language = match (&heard_for_features, &listener) {
+                        (Some(h), Some(l)) if streams.audio || !h.lines.is_empty() => Some(
+                            language::compute(
+                                seconds,
+                                &h.regions,
+                                &h.lines,
+                                l.embedder.as_ref(),
+                                &model.axes,
+                            )
+                            .map_err(|e| {
+                                QualiaError::Speech(format!("language features: {e:#}"))
+                            })?,
+                        ),
+                        _ => None,
+                    };
+                    let presence = Presence {
+                        video: streams.video,
+                        audio: streams.audio,
+                        speech: language.is_some(),
+                    };
+                    (
+                        v2::derive(&raw, &loudness, &streams, language.as_ref()),
+                        presence,
+                    )
+                } else {
+                    let presence = Presence {
+                        video: decoded_video,
+                        audio: decoded_audio,
+                        speech: false,
+                    };
+                    (raw, presence)
+                };
+                let resp = gpu.response(&features, &model, presence, time_base)?;
+                let modalities = Modalities {
+                    video: presence.video,
+                    audio: presence.audio,
+                    speech: presence.speech,
+                };
+                Ok::<_, QualiaError>((
+                    features,
+                    resp.y,
+                    modalities,
+                    streams.low_signal,
+                    pool_t,
+                    resp.time,
+                ))
+            })
+            .await
+            .map_err(|e| QualiaError::Task(e.to_string()))??;
         times.pool += pool_t;
         times.response += resp_t;
         let networks = y
@@ -194,11 +315,14 @@ impl Qualia {
             duration_sec: duration,
             seconds,
             modalities,
+            time_base,
+            low_signal,
             networks,
             features,
             frames,
             hops,
             stage_times: times,
+            heard,
         })
     }
 

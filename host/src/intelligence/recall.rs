@@ -70,8 +70,12 @@ impl OrgIndex {
     }
 }
 
-/// Embedders are loaded once per process and folder (in-process tests build many apps).
-fn shared_embedder(dir: &Path) -> Result<Arc<Embedder>, RecallError> {
+/// The process-wide embedder of the model folder `dir`: loaded once per process and folder
+/// (in-process tests build many apps), shared by recall and qualia's language features.
+///
+/// # Errors
+/// A missing or malformed model file.
+pub fn shared_embedder(dir: &Path) -> Result<Arc<Embedder>, RecallError> {
     static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<Embedder>>>> = OnceLock::new();
     let map = LOADED.get_or_init(|| Mutex::new(HashMap::new()));
     let mut map = map

@@ -1,0 +1,347 @@
+//! Speech and language features of qualia v2, per second, built from what the service already
+//! computes for the transcript: Silero VAD's speech regions, the transcript lines (Whisper
+//! segments or subtitle cues) and MiniLM sentence embeddings.
+//!
+//! - `speech_presence`: the share of the second inside a VAD speech region.
+//! - `word_rate`: word onsets in the second. A line (segment or cue) carries no word times, so
+//!   its words are spread evenly over it, as the issue asks for subtitle cues.
+//! - `intelligibility`: words per second of detected voice over this and the previous second.
+//!   Reversed or foreign-sounding speech is voice that Whisper cannot turn into (English) words,
+//!   so it reads low here while `speech_presence` stays high.
+//! - `semantic_change`: the cosine distance between the embedding of the words of the last 4 s
+//!   and of the 4 s before; 0 when either window has no words.
+//! - four semantic axes: the embedding of the last 4 s of words projected on a fixed direction,
+//!   the normalised mean embedding of a few anchor sentences minus that of neutral sentences.
+//!   The anchors are listed in [`AXES`] and [`NEUTRAL`] and stored with the model; the
+//!   directions are a documented construction, not fitted to anything.
+//!
+//! Every window ends at the end of its second, so nothing here reads the future.
+
+use crate::embed::{DIM, dot};
+use crate::plugins::bindings::TranscriptLine;
+use crate::speech::vad::{self, Region};
+
+/// Language features per second.
+pub const LANGUAGE_FEATURES: usize = 8;
+/// Seconds of transcript in one semantic window.
+const WINDOW_SECS: usize = 4;
+/// Voice below this much (seconds, over two seconds) gives no intelligibility reading.
+const MIN_VOICED: f64 = 0.2;
+/// Highest plausible speaking rate (words per second); more is a transcript artefact.
+const MAX_WORDS_PER_SEC: f64 = 8.0;
+/// Characters of one window's text passed to the embedder.
+const MAX_WINDOW_CHARS: usize = 1000;
+
+/// A semantic axis: its feature name, what it stands for, and its anchor sentences.
+pub struct Axis {
+    pub name: &'static str,
+    pub meaning: &'static str,
+    pub anchors: &'static [&'static str],
+}
+
+/// The four axes, in feature order (`axis_social`, …).
+pub const AXES: [Axis; 4] = [
+    Axis {
+        name: "social",
+        meaning: "people, relationships and social interaction",
+        anchors: &[
+            "my friends and my family",
+            "she told him that she loved him",
+            "people talking and laughing together",
+            "we met our new neighbours",
+            "a mother hugs her child",
+            "the team celebrated together with everyone",
+        ],
+    },
+    Axis {
+        name: "emotion",
+        meaning: "emotion words and affective language",
+        anchors: &[
+            "I am so happy",
+            "this is absolutely terrifying",
+            "she was heartbroken and cried",
+            "I love it so much",
+            "he was furious and upset",
+            "what a wonderful, joyful surprise",
+        ],
+    },
+    Axis {
+        name: "numbers",
+        meaning: "numbers, prices and quantities",
+        anchors: &[
+            "only nineteen ninety nine",
+            "save fifty percent today",
+            "three for the price of two",
+            "it costs ten dollars",
+            "prices start at two hundred and ninety nine",
+            "twenty five percent off everything",
+        ],
+    },
+    Axis {
+        name: "imperative",
+        meaning: "imperatives and calls to action",
+        anchors: &[
+            "buy now",
+            "call us today",
+            "sign up now",
+            "click the link below",
+            "don't miss out, order yours today",
+            "subscribe and share",
+        ],
+    },
+];
+
+/// Neutral, descriptive sentences every axis is measured against.
+pub const NEUTRAL: [&str; 6] = [
+    "the table is in the room",
+    "the report describes the process",
+    "it is located on the second floor",
+    "the system uses a standard format",
+    "the river flows through the valley",
+    "the meeting is on the calendar",
+];
+
+/// One clip's language features (`seconds x` [`LANGUAGE_FEATURES`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LanguageFeatures {
+    pub per_second: Vec<f32>,
+    /// Voice activity was detected somewhere in the clip.
+    pub detected: bool,
+}
+
+/// Sentence embeddings: one unit vector of [`DIM`] floats per text.
+pub trait Embed {
+    /// # Errors
+    /// The embedder's own errors.
+    fn embed(&self, texts: &[&str]) -> anyhow::Result<Vec<Vec<f32>>>;
+}
+
+impl Embed for crate::embed::Embedder {
+    fn embed(&self, texts: &[&str]) -> anyhow::Result<Vec<Vec<f32>>> {
+        crate::embed::Embedder::embed(self, texts)
+    }
+}
+
+/// The axis directions (`AXES.len() x DIM`, each unit length).
+///
+/// # Errors
+/// Embedder errors.
+pub fn axis_directions(embedder: &dyn Embed) -> anyhow::Result<Vec<f32>> {
+    let mean = |texts: &[&str]| -> anyhow::Result<Vec<f64>> {
+        let v = embedder.embed(texts)?;
+        let mut m = vec![0f64; DIM];
+        for e in &v {
+            anyhow::ensure!(e.len() == DIM, "embedding of {} floats", e.len());
+            for (a, b) in m.iter_mut().zip(e) {
+                *a += f64::from(*b) / v.len() as f64;
+            }
+        }
+        Ok(m)
+    };
+    let neutral = mean(&NEUTRAL)?;
+    let mut out = Vec::with_capacity(AXES.len() * DIM);
+    for axis in &AXES {
+        let pos = mean(axis.anchors)?;
+        let d: Vec<f64> = pos.iter().zip(&neutral).map(|(p, n)| p - n).collect();
+        let norm = d.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-12);
+        out.extend(d.iter().map(|x| (x / norm) as f32));
+    }
+    Ok(out)
+}
+
+/// Words of the transcript with their onsets, spread evenly over each line.
+#[must_use]
+pub fn word_onsets(lines: &[TranscriptLine]) -> Vec<(f64, String)> {
+    let mut out = Vec::new();
+    for line in lines {
+        let words: Vec<&str> = line
+            .text
+            .split_whitespace()
+            .filter(|w| w.chars().any(char::is_alphanumeric))
+            .collect();
+        let (start, end) = (f64::from(line.start_sec), f64::from(line.end_sec));
+        let span = (end - start).max(0.0);
+        for (i, w) in words.iter().enumerate() {
+            out.push((
+                start + span * i as f64 / words.len() as f64,
+                (*w).to_owned(),
+            ));
+        }
+    }
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
+}
+
+/// The language features of a clip of `seconds` seconds.
+///
+/// # Errors
+/// Embedder errors, or axes of the wrong size.
+pub fn compute(
+    seconds: usize,
+    regions: &[Region],
+    lines: &[TranscriptLine],
+    embedder: &dyn Embed,
+    axes: &[f32],
+) -> anyhow::Result<LanguageFeatures> {
+    anyhow::ensure!(
+        axes.len() == AXES.len() * DIM,
+        "the model's semantic axes hold {} floats, expected {}",
+        axes.len(),
+        AXES.len() * DIM
+    );
+    let words = word_onsets(lines);
+    let in_range = |a: f64, b: f64| -> Vec<&str> {
+        words
+            .iter()
+            .filter(|(t, _)| *t >= a && *t < b)
+            .map(|(_, w)| w.as_str())
+            .collect()
+    };
+    let text_of = |a: f64, b: f64| -> String {
+        let mut s = in_range(a, b).join(" ");
+        if s.len() > MAX_WINDOW_CHARS {
+            let cut = (0..=MAX_WINDOW_CHARS)
+                .rev()
+                .find(|i| s.is_char_boundary(*i))
+                .unwrap_or(0);
+            s.truncate(cut);
+        }
+        s
+    };
+    // The window ending at second t (exclusive end t+1) and the one before it.
+    let window = |t: usize| {
+        let end = (t + 1) as f64;
+        let start = end - WINDOW_SECS as f64;
+        text_of(start.max(0.0), end)
+    };
+    let texts: Vec<String> = (0..seconds).map(window).collect();
+    let previous: Vec<String> = (0..seconds)
+        .map(|t| {
+            if t + 1 > WINDOW_SECS {
+                window(t - WINDOW_SECS)
+            } else {
+                String::new()
+            }
+        })
+        .collect();
+    // Embed each distinct non-empty text once.
+    let mut distinct: Vec<&str> = texts
+        .iter()
+        .chain(&previous)
+        .map(String::as_str)
+        .filter(|s| !s.is_empty())
+        .collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let vectors = embedder.embed(&distinct)?;
+    let vector = |s: &str| -> Option<&Vec<f32>> {
+        distinct.binary_search(&s).ok().and_then(|i| vectors.get(i))
+    };
+    let mut out = vec![0f32; seconds * LANGUAGE_FEATURES];
+    for t in 0..seconds {
+        let (a, b) = (t as f64, (t + 1) as f64);
+        let row = &mut out[t * LANGUAGE_FEATURES..(t + 1) * LANGUAGE_FEATURES];
+        row[0] = vad::overlap(regions, a, b).clamp(0.0, 1.0) as f32;
+        let here = in_range(a, b).len() as f64;
+        row[1] = here.min(MAX_WORDS_PER_SEC) as f32;
+        let lo = (a - 1.0).max(0.0);
+        let voiced = vad::overlap(regions, lo, b);
+        if voiced >= MIN_VOICED {
+            let heard = in_range(lo, b).len() as f64;
+            row[2] = (heard / voiced).min(MAX_WORDS_PER_SEC) as f32;
+        }
+        if let (Some(now), Some(before)) = (vector(&texts[t]), vector(&previous[t])) {
+            row[3] = (1.0 - dot(now, before)).max(0.0);
+        }
+        if let Some(now) = vector(&texts[t]) {
+            for (k, axis) in axes.chunks_exact(DIM).enumerate() {
+                row[4 + k] = dot(now, axis);
+            }
+        }
+    }
+    Ok(LanguageFeatures {
+        per_second: out,
+        detected: !regions.is_empty(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bag-of-letters embedder: deterministic, unit vectors, similar texts similar.
+    struct Letters;
+    impl Embed for Letters {
+        fn embed(&self, texts: &[&str]) -> anyhow::Result<Vec<Vec<f32>>> {
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    let mut v = vec![0f32; DIM];
+                    for c in t.chars().filter(char::is_ascii_lowercase) {
+                        v[(c as usize - 'a' as usize) * 7 % DIM] += 1.0;
+                    }
+                    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                    v.iter().map(|x| x / n).collect()
+                })
+                .collect())
+        }
+    }
+
+    fn line(a: f32, b: f32, text: &str) -> TranscriptLine {
+        TranscriptLine {
+            start_sec: a,
+            end_sec: b,
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn words_spread_over_their_line() {
+        let w = word_onsets(&[line(2.0, 4.0, "one two three four"), line(5.0, 5.5, "— ok")]);
+        let t: Vec<f64> = w.iter().map(|x| x.0).collect();
+        assert_eq!(t, vec![2.0, 2.5, 3.0, 3.5, 5.0]);
+    }
+
+    #[test]
+    fn rates_follow_the_words_and_the_voice() {
+        let axes = axis_directions(&Letters).expect("axes");
+        let regions = [Region {
+            start: 1.0,
+            end: 3.0,
+        }];
+        let f = compute(
+            6,
+            &regions,
+            &[line(1.0, 3.0, "alpha beta gamma delta epsilon zeta")],
+            &Letters,
+            &axes,
+        )
+        .expect("features");
+        let at = |t: usize, k: usize| f.per_second[t * LANGUAGE_FEATURES + k];
+        assert_eq!(at(0, 0), 0.0);
+        assert_eq!(at(1, 0), 1.0);
+        assert_eq!(at(1, 1), 3.0);
+        assert_eq!(at(2, 1), 3.0);
+        assert_eq!(at(4, 1), 0.0);
+        // Second 2: 6 words over 2 voiced seconds.
+        assert!((at(2, 2) - 3.0).abs() < 1e-6);
+        // Voice with no words (reversed speech): presence without intelligibility.
+        let g = compute(4, &regions, &[], &Letters, &axes).expect("features");
+        assert_eq!(g.per_second[2 * LANGUAGE_FEATURES], 1.0);
+        assert_eq!(g.per_second[2 * LANGUAGE_FEATURES + 2], 0.0);
+        assert!(g.detected);
+    }
+
+    #[test]
+    fn semantic_change_needs_two_windows_of_words_and_reads_only_the_past() {
+        let axes = axis_directions(&Letters).expect("axes");
+        let lines = [line(0.0, 4.0, "aaa aaa aaa"), line(4.0, 8.0, "zzz zzz zzz")];
+        let f = compute(12, &[], &lines, &Letters, &axes).expect("features");
+        let change = |t: usize| f.per_second[t * LANGUAGE_FEATURES + 3];
+        assert_eq!(change(3), 0.0, "no earlier window yet");
+        assert!(change(7) > 0.9, "{}", change(7));
+        // A clip cut after second 7 gives the same values up to second 7.
+        let g = compute(8, &[], &lines, &Letters, &axes).expect("features");
+        assert_eq!(&f.per_second[..8 * LANGUAGE_FEATURES], &g.per_second[..]);
+    }
+}

@@ -1,0 +1,248 @@
+//! qualia v2: causal timing, absent modalities, low signal, speech and language features, and
+//! gain invariance, on clips made at test time and on the real test clips.
+
+use std::path::{Path, PathBuf};
+
+use brainscan::inference::v2::feature_index;
+use brainscan::inference::{QualiaOutput, TimeBase};
+
+use crate::support::{SOMATOMOTOR, VISUAL, analyse, ffmpeg, listener, qualia, real_media};
+
+/// One network's whole series.
+fn series(out: &QualiaOutput, n: usize) -> Vec<f32> {
+    out.networks.iter().map(|row| row[n]).collect()
+}
+
+fn mean(v: &[f32]) -> f32 {
+    v.iter().sum::<f32>() / v.len().max(1) as f32
+}
+
+fn clip(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let mut a: Vec<&str> = args.to_vec();
+    a.push(name);
+    ffmpeg(dir, &a);
+    dir.join(name)
+}
+
+fn feature(out: &QualiaOutput, name: &str) -> Vec<f32> {
+    let k = feature_index(name).expect("a v2 feature");
+    out.features
+        .chunks_exact(brainscan::inference::v2::FEATURE_COUNT_V2)
+        .map(|r| r[k])
+        .collect()
+}
+
+/// The network values a clip gets when every feature sits at the corpus mean.
+fn baseline(n: usize) -> f32 {
+    qualia().model.bias[n]
+}
+
+#[tokio::test]
+async fn a_burst_at_ten_seconds_moves_nothing_before_second_ten() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 20 s of a grey frame; silence with one 0.3 s noise burst at t = 10 s.
+    let path = clip(
+        dir.path(),
+        "burst.mp4",
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "color=c=gray:s=320x180:r=25:d=20",
+            "-f",
+            "lavfi",
+            "-i",
+            "anoisesrc=d=0.3:c=pink:a=0.5:r=48000,adelay=10000|10000,apad=whole_dur=20",
+            "-c:v",
+            "libx264",
+            "-c:a",
+            "aac",
+            "-t",
+            "20",
+        ],
+    );
+    for time_base in [TimeBase::Stimulus, TimeBase::Bold] {
+        let q = qualia();
+        let info = brainscan::media::probe::probe(&path, std::time::Duration::from_secs(30))
+            .await
+            .expect("probe");
+        let out = q
+            .analyse_in(&path, &info, 180, None, time_base)
+            .await
+            .expect("analyse");
+        assert_eq!(out.seconds, 20);
+        assert!(out.modalities.audio, "the burst is audible");
+        // Second 0 differs in BOLD time (the HRF's first tap is 0: nothing has arrived yet), so
+        // the pre-burst reference is second 1.
+        for n in 0..7 {
+            let s = series(&out, n);
+            for t in 2..10 {
+                assert!(
+                    (s[t] - s[1]).abs() < 1e-3,
+                    "{time_base:?}: network {n} moves at second {t} before the burst: {:?}",
+                    &s[..12]
+                );
+            }
+            let after = s[10..].iter().map(|v| (v - s[1]).abs()).fold(0.0, f32::max);
+            if n == SOMATOMOTOR {
+                assert!(
+                    after > 0.05,
+                    "{time_base:?}: Somatomotor never responds: {s:?}"
+                );
+            }
+        }
+        if time_base == TimeBase::Stimulus {
+            // Stimulus time: the response shows at the burst's own second.
+            let s = series(&out, SOMATOMOTOR);
+            assert!((s[10] - s[1]).abs() > 0.05, "{s:?}");
+        } else {
+            // BOLD time: the response peaks about 5 s after the burst.
+            let s = series(&out, SOMATOMOTOR);
+            let peak = (10..20)
+                .max_by(|a, b| (s[*a] - s[1]).abs().total_cmp(&(s[*b] - s[1]).abs()))
+                .expect("seconds");
+            assert!((14..=16).contains(&peak), "BOLD peak at {peak}: {s:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn absent_streams_show_no_response() {
+    // Audio only: the Visual network stays at the model's baseline every second.
+    let jfk = analyse(&real_media().join("jfk.wav")).await;
+    assert!(!jfk.modalities.video && jfk.modalities.audio && jfk.modalities.speech);
+    for (t, v) in series(&jfk, VISUAL).iter().enumerate() {
+        assert!(
+            (v - baseline(VISUAL)).abs() <= 0.3,
+            "audio-only: Visual {v} at second {t}"
+        );
+    }
+    // A video without sound, and one with a silent track: Somatomotor (auditory) stays put.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let silent_track = clip(
+        dir.path(),
+        "silent_track.mp4",
+        &[
+            "-i",
+            real_media().join("bikes.mp4").to_str().expect("utf8"),
+            "-f",
+            "lavfi",
+            "-i",
+            "anullsrc=r=48000:cl=stereo",
+            "-shortest",
+            "-c:v",
+            "copy",
+            "-c:a",
+            "aac",
+        ],
+    );
+    for path in [real_media().join("bikes.mp4"), silent_track] {
+        let out = analyse(&path).await;
+        assert!(
+            out.modalities.video && !out.modalities.audio && !out.modalities.speech,
+            "{}: {:?}",
+            path.display(),
+            out.modalities
+        );
+        for (t, v) in series(&out, SOMATOMOTOR).iter().enumerate() {
+            assert!(
+                (v - baseline(SOMATOMOTOR)).abs() <= 0.3,
+                "{}: Somatomotor {v} at second {t}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn black_silent_and_constant_clips_are_low_signal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let silent = ["-f", "lavfi", "-i", "anullsrc=r=48000:cl=stereo"];
+    let cases = [
+        ("black_silent.mp4", "color=c=black:s=320x180:r=25"),
+        ("grey_silent.mp4", "color=c=gray:s=320x180:r=25"),
+        // A still picture with detail but nothing changing.
+        (
+            "still_silent.mp4",
+            "testsrc2=s=320x180:r=1,trim=end_frame=1,loop=-1:1,fps=25",
+        ),
+    ];
+    for (name, video) in cases {
+        let mut args = vec!["-f", "lavfi", "-i", video];
+        args.extend_from_slice(&silent);
+        args.extend_from_slice(&["-t", "6", "-c:v", "libx264", "-c:a", "aac"]);
+        let out = analyse(&clip(d, name, &args)).await;
+        assert!(out.low_signal, "{name}: not low signal");
+        assert!(!out.modalities.audio, "{name}: silence is no sound");
+    }
+    let black = analyse(&d.join("black_silent.mp4")).await;
+    assert!(!black.modalities.video, "a black field is no picture");
+    for n in 0..7 {
+        for v in series(&black, n) {
+            assert!((v - baseline(n)).abs() < 1e-4, "black/silent reads {v}");
+        }
+    }
+    for real in ["trailer_bbb.mp4", "jfk.wav", "bikes.mp4"] {
+        let out = analyse(&real_media().join(real)).await;
+        assert!(!out.low_signal, "{real} is low signal");
+    }
+}
+
+/// Forward and reversed JFK are both voice to the VAD, and the forward transcript runs at
+/// about 2 words/s. Intelligibility is printed, not asserted, because the intended contrast is
+/// false today: Whisper tiny.en turns reversed speech into words (measured: 2.9 words/s
+/// reversed against 2.0 forward), so transcript-based intelligibility does not yet separate
+/// them. The closing note of the v2 features issue records this as open work.
+#[tokio::test]
+async fn reversed_speech_is_voice_like_forward_speech() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let forward = real_media().join("jfk.wav");
+    let reversed = clip(
+        dir.path(),
+        "reversed.wav",
+        &["-i", forward.to_str().expect("utf8"), "-af", "areverse"],
+    );
+    let (f, r) = (analyse(&forward).await, analyse(&reversed).await);
+    let presence = |o: &QualiaOutput| mean(&feature(o, "speech_presence"));
+    let words = |o: &QualiaOutput| mean(&feature(o, "word_rate"));
+    let intelligible = |o: &QualiaOutput| mean(&feature(o, "intelligibility"));
+    eprintln!(
+        "forward: presence {:.2} words {:.2} intelligibility {:.2}; reversed: {:.2} {:.2} {:.2}",
+        presence(&f),
+        words(&f),
+        intelligible(&f),
+        presence(&r),
+        words(&r),
+        intelligible(&r)
+    );
+    assert!(f.modalities.speech && r.modalities.speech);
+    assert!(presence(&f) > 0.5 && presence(&r) > 0.5);
+    assert!(words(&f) > 1.5, "forward word rate {}", words(&f));
+}
+
+#[test]
+fn the_semantic_axes_separate_their_anchor_kinds_from_neutral_text() {
+    // Held-out sentences (none of them is an anchor) land on their own axis above neutral text.
+    let l = listener();
+    let axes = &qualia().model.axes;
+    let dim = brainscan::embed::DIM;
+    let project = |text: &str, k: usize| {
+        let v = &l.embedder.embed(&[text]).expect("embed")[0];
+        brainscan::embed::dot(v, &axes[k * dim..(k + 1) * dim])
+    };
+    let cases = [
+        (
+            0,
+            "her brother and his wife came to visit us with their kids",
+        ),
+        (1, "I was so scared and angry that I started crying"),
+        (2, "the price is forty nine dollars and ninety cents"),
+        (3, "order today and get yours before it is gone"),
+    ];
+    for (k, text) in cases {
+        let own = project(text, k);
+        let neutral = project("the document lists the parts of the machine", k);
+        assert!(own > neutral + 0.05, "axis {k}: {own} vs neutral {neutral}");
+    }
+}
