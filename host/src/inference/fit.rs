@@ -375,7 +375,7 @@ mod tests {
         // Targets from the same transform the fit uses (statistics over all runs).
         let (mean, std) = stats(&runs, &base);
         for run in &mut runs {
-            let t = run.seconds();
+            let t = run.features.len() / f;
             let z: Vec<f64> = run
                 .features
                 .iter()
