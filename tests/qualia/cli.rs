@@ -2,7 +2,6 @@
 
 use std::process::Command;
 
-use brainscan::inference::features::Modality;
 use brainscan::inference::prior::{CorpusClip, corpus_stats};
 use brainscan::inference::{Model, Presence, Qualia};
 
@@ -229,13 +228,7 @@ async fn check_shipped_statistics(q: &Qualia) {
             },
         });
     }
-    let list: Vec<(&str, Modality)> = model
-        .features
-        .iter()
-        .map(String::as_str)
-        .zip(model.modality.iter().copied())
-        .collect();
-    let (mean, std) = corpus_stats(&clips, &list, &model.absent);
+    let (mean, std) = corpus_stats(&clips, &model.feature_list(), &model.absent);
     for (k, name) in model.features.iter().enumerate() {
         let close = |a: f32, b: f32| (a - b).abs() <= 1e-4 * b.abs().max(1.0);
         assert!(

@@ -13,7 +13,6 @@ use std::path::Path;
 
 use nalgebra::{DMatrix, DVector};
 
-use super::features::Modality;
 use super::model::{Model, NETWORK_COUNT, Presence, TimeBase};
 use super::prior;
 use super::reference::convolve;
@@ -155,13 +154,7 @@ fn corpus(runs: &[Run]) -> Vec<prior::CorpusClip> {
 
 /// The statistics of `runs` for `base`'s feature list.
 fn stats(runs: &[Run], base: &Model) -> (Vec<f32>, Vec<f32>) {
-    let list: Vec<(&str, Modality)> = base
-        .features
-        .iter()
-        .map(String::as_str)
-        .zip(base.modality.iter().copied())
-        .collect();
-    prior::corpus_stats(&corpus(runs), &list, &base.absent)
+    prior::corpus_stats(&corpus(runs), &base.feature_list(), &base.absent)
 }
 
 /// What the fit found.

@@ -264,6 +264,16 @@ impl Model {
         Self::from_bytes(EMBEDDED_V1_JSON, EMBEDDED_V1_TENSORS)
     }
 
+    /// The model's features as (name, modality), in order.
+    #[must_use]
+    pub fn feature_list(&self) -> Vec<(&str, Modality)> {
+        self.features
+            .iter()
+            .map(String::as_str)
+            .zip(self.modality.iter().copied())
+            .collect()
+    }
+
     /// The model file's format: 1 (v1 features) or 2 (v2 features).
     #[must_use]
     pub fn format(&self) -> u32 {

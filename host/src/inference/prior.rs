@@ -341,6 +341,31 @@ pub fn v2_list() -> Vec<(&'static str, Modality)> {
     v2::FEATURES.iter().map(|f| (f.0, f.1)).collect()
 }
 
+/// A prior model's provenance: `source: prior`, the caveat clients read, and the corpus the
+/// statistics came from.
+fn prior_provenance(
+    summary: &str,
+    corpus: serde_json::Value,
+) -> BTreeMap<String, serde_json::Value> {
+    BTreeMap::from([
+        ("source".to_owned(), serde_json::json!("prior")),
+        ("summary".to_owned(), serde_json::json!(summary)),
+        ("corpus".to_owned(), corpus),
+    ])
+}
+
+/// `model.json`'s feature list from a feature table.
+fn feature_specs(table: &[(&str, Modality, &str)]) -> Vec<FeatureSpec> {
+    table
+        .iter()
+        .map(|(name, modality, description)| FeatureSpec {
+            name: (*name).into(),
+            modality: *modality,
+            description: (*description).into(),
+        })
+        .collect()
+}
+
 /// Default sampling of v1 (see QUALIA-MODEL.md).
 #[must_use]
 pub fn default_sampling() -> Sampling {
@@ -377,27 +402,17 @@ pub fn build(version: &str, mean: Vec<f32>, std: Vec<f32>, corpus: serde_json::V
             reason: p.reason.into(),
         });
     }
-    let mut provenance = BTreeMap::new();
-    provenance.insert("source".into(), serde_json::json!("prior"));
-    provenance.insert(
-        "summary".into(),
-        serde_json::json!("Weights are literature priors set by hand from the findings listed per weight; they are NOT fitted to fMRI. Feature statistics come from the reference corpus below."),
+    let provenance = prior_provenance(
+        "Weights are literature priors set by hand from the findings listed per weight; they are NOT fitted to fMRI. Feature statistics come from the reference corpus below.",
+        corpus,
     );
-    provenance.insert("corpus".into(), corpus);
     let taps = 32;
     let manifest = Manifest {
         name: "qualia".into(),
         version: version.into(),
         format: 1,
         networks: NETWORKS.iter().map(|s| (*s).to_owned()).collect(),
-        features: FEATURES
-            .iter()
-            .map(|(name, modality, description)| FeatureSpec {
-                name: (*name).into(),
-                modality: *modality,
-                description: (*description).into(),
-            })
-            .collect(),
+        features: feature_specs(&FEATURES),
         sampling: default_sampling(),
         response: ResponseSpec {
             kind: "spm-double-gamma (peak 6 s, undershoot 16 s, ratio 1/6), unit sum".into(),
@@ -539,27 +554,17 @@ pub fn build_v2(
             reason: p.reason.into(),
         });
     }
-    let mut provenance = BTreeMap::new();
-    provenance.insert("source".into(), serde_json::json!("prior"));
-    provenance.insert(
-        "summary".into(),
-        serde_json::json!("Weights are literature priors set by hand (v1's, carried to the v2 features, plus priors for the speech and language features); they are NOT fitted to fMRI. Feature statistics come from the reference corpus below. Absent streams read as the corpus mean."),
+    let provenance = prior_provenance(
+        "Weights are literature priors set by hand (v1's, carried to the v2 features, plus priors for the speech and language features); they are NOT fitted to fMRI. Feature statistics come from the reference corpus below. Absent streams read as the corpus mean.",
+        corpus,
     );
-    provenance.insert("corpus".into(), corpus);
     let taps = 32;
     let manifest = Manifest {
         name: "qualia".into(),
         version: version.into(),
         format: 2,
         networks: NETWORKS.iter().map(|s| (*s).to_owned()).collect(),
-        features: v2::FEATURES
-            .iter()
-            .map(|(name, modality, description)| FeatureSpec {
-                name: (*name).into(),
-                modality: *modality,
-                description: (*description).into(),
-            })
-            .collect(),
+        features: feature_specs(&v2::FEATURES),
         sampling: default_sampling_v2(),
         response: ResponseSpec {
             kind: "spm-double-gamma (peak 6 s, undershoot 16 s, ratio 1/6), unit sum; stimulus time uses the taps from the peak (lag) onwards, BOLD time all taps".into(),

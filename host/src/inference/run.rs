@@ -240,17 +240,14 @@ impl Qualia {
         let model = self.model.clone();
         let listener = self.listener.clone();
         let threshold = model.manifest.sampling.onset_threshold;
-        let heard_for_features = heard.clone();
-        let (features, y, modalities, low_signal, pool_t, resp_t) =
+        let (features, y, modalities, low_signal, pool_t, resp_t, heard) =
             tokio::task::spawn_blocking(move || {
                 let (raw, pool_t) =
                     gpu.pool(&fv, &hv, seconds, spec.fps, threshold, hop_offset as u32)?;
-                let detected = heard_for_features
-                    .as_ref()
-                    .is_some_and(|h| !h.regions.is_empty());
+                let detected = heard.as_ref().is_some_and(|h| !h.regions.is_empty());
                 let streams = v2::streams(&raw, &loudness, decoded_video, decoded_audio, detected);
                 let (features, presence) = if model.format() >= 2 {
-                    let language = match (&heard_for_features, &listener) {
+                    let language = match (&heard, &listener) {
                         (Some(h), Some(l)) if streams.audio || !h.lines.is_empty() => Some(
                             language::compute(
                                 seconds,
@@ -295,6 +292,7 @@ impl Qualia {
                     streams.low_signal,
                     pool_t,
                     resp.time,
+                    heard,
                 ))
             })
             .await
