@@ -280,6 +280,15 @@ pub async fn scan(args: ClipArgs) -> anyhow::Result<()> {
             "modalities": out.modalities,
             "time_base": out.time_base,
             "low_signal": out.low_signal,
+            "transcript": out.heard.as_ref().map(|h| serde_json::json!({
+                "source": h.source,
+                "lines": h.lines.iter().zip(&h.confidence).map(|(l, c)| serde_json::json!({
+                    "start_sec": l.start_sec,
+                    "end_sec": l.end_sec,
+                    "text": l.text,
+                    "confidence": (f64::from(*c) * 1000.0).round() / 1000.0,
+                })).collect::<Vec<_>>(),
+            })),
             "units": "z (relative to the model's reference corpus)",
             "networks": rows,
             "stage_times_ms": stage_ms(&out),
@@ -472,10 +481,11 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
                 } else {
                     fit::read_csv(path, &["has_video", "has_audio"])?
                 };
+                // The first row's flags (they are the same on every row).
                 let presence = Presence {
                     video: flags.first() == Some(&1.0),
                     audio: flags.get(1) == Some(&1.0),
-                    speech: flags.get(2) == Some(&1.0),
+                    speech: format >= 2 && flags.get(2) == Some(&1.0),
                 };
                 listed.push(serde_json::json!({
                     "file": path.file_name().map(|n| n.to_string_lossy().into_owned()),

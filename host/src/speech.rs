@@ -116,6 +116,22 @@ impl Speech {
         pcm: &[f32],
         regions: &[vad::Region],
     ) -> anyhow::Result<Vec<TranscriptLine>> {
+        Ok(self
+            .transcribe_scored(pcm, regions)?
+            .into_iter()
+            .map(|(line, _)| line)
+            .collect())
+    }
+
+    /// [`Speech::transcribe_regions`] with each line's confidence (see [`gate_scored`]).
+    ///
+    /// # Errors
+    /// Tensor errors.
+    pub fn transcribe_scored(
+        &self,
+        pcm: &[f32],
+        regions: &[vad::Region],
+    ) -> anyhow::Result<Vec<(TranscriptLine, f32)>> {
         let pcm = &pcm[..pcm.len().min(MAX_SECONDS * vad::SAMPLE_RATE)];
         if regions.is_empty() {
             return Ok(Vec::new());
@@ -130,7 +146,7 @@ impl Speech {
             })
         };
         let segments = self.whisper.transcribe(pcm, &skip_to)?;
-        Ok(gate(&segments, regions))
+        Ok(gate_scored(&segments, regions))
     }
 }
 
@@ -203,6 +219,9 @@ pub struct Heard {
     /// Speech regions found by voice-activity detection (empty without audio).
     pub regions: Vec<vad::Region>,
     pub lines: Vec<TranscriptLine>,
+    /// One confidence per line, 0..1: Whisper's (see [`gate_scored`]); 1 for subtitle cues,
+    /// which a person wrote.
+    pub confidence: Vec<f32>,
     /// Where the lines came from, for provenance (as [`transcript_of`] reports it).
     pub source: serde_json::Value,
 }
@@ -226,6 +245,7 @@ pub async fn hear(
         return Ok(match subtitles {
             Some(lines) => Heard {
                 regions: Vec::new(),
+                confidence: vec![1.0; lines.len()],
                 lines,
                 source: serde_json::json!({"source": Source::Subtitles.as_str()}),
             },
@@ -244,21 +264,23 @@ pub async fn hear(
         let regions = speech
             .speech_regions(&pcm)
             .map_err(|e| format!("voice activity: {e:#}"))?;
-        let (lines, source) = match subtitles {
+        let (scored, source) = match subtitles {
             Some(lines) => (
-                lines,
+                lines.into_iter().map(|l| (l, 1.0)).collect(),
                 serde_json::json!({"source": Source::Subtitles.as_str()}),
             ),
             None => (
                 speech
-                    .transcribe_regions(&pcm, &regions)
+                    .transcribe_scored(&pcm, &regions)
                     .map_err(|e| format!("transcription: {e:#}"))?,
                 serde_json::json!({"source": Source::Speech.as_str(), "model": speech.model_id()}),
             ),
         };
+        let (lines, confidence) = scored.into_iter().unzip();
         Ok(Heard {
             regions,
             lines,
+            confidence,
             source,
         })
     })
@@ -289,7 +311,19 @@ impl Speech {
 
 /// Applies the overlap and annotation gates and tightens times to detected speech.
 pub fn gate(segments: &[whisper::Segment], regions: &[vad::Region]) -> Vec<TranscriptLine> {
-    let mut out: Vec<TranscriptLine> = Vec::new();
+    gate_scored(segments, regions)
+        .into_iter()
+        .map(|(line, _)| line)
+        .collect()
+}
+
+/// [`gate`], keeping each line's confidence: `exp` of its window's mean token log-probability
+/// (Whisper's own measure of how sure it is of the text, 0..1).
+pub fn gate_scored(
+    segments: &[whisper::Segment],
+    regions: &[vad::Region],
+) -> Vec<(TranscriptLine, f32)> {
+    let mut out: Vec<(TranscriptLine, f32)> = Vec::new();
     for s in segments {
         let text = s.text.trim();
         if is_annotation(text) {
@@ -311,15 +345,18 @@ pub fn gate(segments: &[whisper::Segment], regions: &[vad::Region]) -> Vec<Trans
         // Whisper can repeat a window's last line at the next window's start.
         if out
             .last()
-            .is_some_and(|l| l.text == text && f64::from(l.end_sec) >= start - 1.0)
+            .is_some_and(|(l, _)| l.text == text && f64::from(l.end_sec) >= start - 1.0)
         {
             continue;
         }
-        out.push(TranscriptLine {
-            start_sec: round2(start),
-            end_sec: round2(end),
-            text: text.to_owned(),
-        });
+        out.push((
+            TranscriptLine {
+                start_sec: round2(start),
+                end_sec: round2(end),
+                text: text.to_owned(),
+            },
+            s.avg_logprob.min(0.0).exp() as f32,
+        ));
     }
     out
 }

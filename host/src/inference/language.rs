@@ -3,11 +3,14 @@
 //! segments or subtitle cues) and MiniLM sentence embeddings.
 //!
 //! - `speech_presence`: the share of the second inside a VAD speech region.
-//! - `word_rate`: word onsets in the second. A line (segment or cue) carries no word times, so
-//!   its words are spread evenly over it, as the issue asks for subtitle cues.
-//! - `intelligibility`: words per second of detected voice over this and the previous second.
-//!   Reversed or foreign-sounding speech is voice that Whisper cannot turn into (English) words,
-//!   so it reads low here while `speech_presence` stays high.
+//! - `word_rate`: recognised word onsets in the second. A line (segment or cue) carries no word
+//!   times, so its words are spread evenly over it, as the issue asks for subtitle cues. Each
+//!   word counts by its line's confidence: Whisper's `exp(mean token log-probability)`, 1 for a
+//!   subtitle cue, and a word repeated within its line counts once. Whisper writes words even
+//!   for reversed speech, but it is unsure of them and loops on phrases.
+//! - `intelligibility`: recognised words per second of detected voice over this and the
+//!   previous second. Reversed or foreign-sounding speech is voice Whisper cannot turn into
+//!   confident (English) words, so it reads low here while `speech_presence` stays high.
 //! - `semantic_change`: the cosine distance between the embedding of the words of the last 4 s
 //!   and of the 4 s before; 0 when either window has no words.
 //! - four semantic axes: the embedding of the last 4 s of words projected on a fixed direction,
@@ -149,11 +152,24 @@ pub fn axis_directions(embedder: &dyn Embed) -> anyhow::Result<Vec<f32>> {
     Ok(out)
 }
 
-/// Words of the transcript with their onsets, spread evenly over each line.
+/// One transcript word: its onset (seconds), the word, and how much it counts as recognised.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Word {
+    pub onset: f64,
+    pub text: String,
+    /// The confidence of its line, or 0 when the word already occurred in the same line.
+    pub confidence: f32,
+}
+
+/// Words of the transcript with their onsets, spread evenly over each line. `confidence` holds
+/// one value per line (missing ones read 1). A word that repeats an earlier word of its line
+/// counts 0: looping on a phrase ("you're not going to lose your food, you're not going to …")
+/// is Whisper's commonest hallucination on audio it cannot read, reversed speech included.
 #[must_use]
-pub fn word_onsets(lines: &[TranscriptLine]) -> Vec<(f64, String)> {
+pub fn word_onsets(lines: &[TranscriptLine], confidence: &[f32]) -> Vec<Word> {
     let mut out = Vec::new();
-    for line in lines {
+    for (n, line) in lines.iter().enumerate() {
+        let c = confidence.get(n).copied().unwrap_or(1.0).clamp(0.0, 1.0);
         let words: Vec<&str> = line
             .text
             .split_whitespace()
@@ -161,14 +177,21 @@ pub fn word_onsets(lines: &[TranscriptLine]) -> Vec<(f64, String)> {
             .collect();
         let (start, end) = (f64::from(line.start_sec), f64::from(line.end_sec));
         let span = (end - start).max(0.0);
+        let mut seen = std::collections::HashSet::new();
         for (i, w) in words.iter().enumerate() {
-            out.push((
-                start + span * i as f64 / words.len() as f64,
-                (*w).to_owned(),
-            ));
+            let key: String = w
+                .chars()
+                .filter(|ch| ch.is_alphanumeric() || *ch == '\'')
+                .flat_map(char::to_lowercase)
+                .collect();
+            out.push(Word {
+                onset: start + span * i as f64 / words.len() as f64,
+                text: (*w).to_owned(),
+                confidence: if seen.insert(key) { c } else { 0.0 },
+            });
         }
     }
-    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out.sort_by(|a, b| a.onset.total_cmp(&b.onset));
     out
 }
 
@@ -180,6 +203,7 @@ pub fn compute(
     seconds: usize,
     regions: &[Region],
     lines: &[TranscriptLine],
+    confidence: &[f32],
     embedder: &dyn Embed,
     axes: &[f32],
 ) -> anyhow::Result<LanguageFeatures> {
@@ -189,16 +213,23 @@ pub fn compute(
         axes.len(),
         AXES.len() * DIM
     );
-    let words = word_onsets(lines);
-    let in_range = |a: f64, b: f64| -> Vec<&str> {
+    let words = word_onsets(lines, confidence);
+    let in_range = |a: f64, b: f64| -> Vec<&Word> {
         words
             .iter()
-            .filter(|(t, _)| *t >= a && *t < b)
-            .map(|(_, w)| w.as_str())
+            .filter(|w| w.onset >= a && w.onset < b)
             .collect()
     };
+    // Words Whisper is sure of count fully; guessed ones (reversed or foreign speech, noise)
+    // count by their confidence.
+    let recognised =
+        |a: f64, b: f64| -> f64 { in_range(a, b).iter().map(|w| f64::from(w.confidence)).sum() };
     let text_of = |a: f64, b: f64| -> String {
-        let mut s = in_range(a, b).join(" ");
+        let mut s = in_range(a, b)
+            .iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
         if s.len() > MAX_WINDOW_CHARS {
             let cut = (0..=MAX_WINDOW_CHARS)
                 .rev()
@@ -242,13 +273,11 @@ pub fn compute(
         let (a, b) = (t as f64, (t + 1) as f64);
         let row = &mut out[t * LANGUAGE_FEATURES..(t + 1) * LANGUAGE_FEATURES];
         row[0] = vad::overlap(regions, a, b).clamp(0.0, 1.0) as f32;
-        let here = in_range(a, b).len() as f64;
-        row[1] = here.min(MAX_WORDS_PER_SEC) as f32;
+        row[1] = recognised(a, b).min(MAX_WORDS_PER_SEC) as f32;
         let lo = (a - 1.0).max(0.0);
         let voiced = vad::overlap(regions, lo, b);
         if voiced >= MIN_VOICED {
-            let heard = in_range(lo, b).len() as f64;
-            row[2] = (heard / voiced).min(MAX_WORDS_PER_SEC) as f32;
+            row[2] = (recognised(lo, b) / voiced).min(MAX_WORDS_PER_SEC) as f32;
         }
         if let (Some(now), Some(before)) = (vector(&texts[t]), vector(&previous[t])) {
             row[3] = (1.0 - dot(now, before)).max(0.0);
@@ -297,9 +326,20 @@ mod tests {
 
     #[test]
     fn words_spread_over_their_line() {
-        let w = word_onsets(&[line(2.0, 4.0, "one two three four"), line(5.0, 5.5, "— ok")]);
-        let t: Vec<f64> = w.iter().map(|x| x.0).collect();
+        let w = word_onsets(
+            &[line(2.0, 4.0, "one two three four"), line(5.0, 5.5, "— ok")],
+            &[0.5],
+        );
+        let t: Vec<f64> = w.iter().map(|x| x.onset).collect();
         assert_eq!(t, vec![2.0, 2.5, 3.0, 3.5, 5.0]);
+        assert_eq!(w[0].confidence, 0.5);
+        assert_eq!(
+            w[4].confidence, 1.0,
+            "a line without a confidence counts fully"
+        );
+        let looped = word_onsets(&[line(0.0, 3.0, "Go on, go on, GO ON now")], &[1.0]);
+        let counted: f32 = looped.iter().map(|w| w.confidence).sum();
+        assert_eq!(counted, 3.0, "go, on, now");
     }
 
     #[test]
@@ -313,6 +353,7 @@ mod tests {
             6,
             &regions,
             &[line(1.0, 3.0, "alpha beta gamma delta epsilon zeta")],
+            &[1.0],
             &Letters,
             &axes,
         )
@@ -326,7 +367,18 @@ mod tests {
         // Second 2: 6 words over 2 voiced seconds.
         assert!((at(2, 2) - 3.0).abs() < 1e-6);
         // Voice with no words (reversed speech): presence without intelligibility.
-        let g = compute(4, &regions, &[], &Letters, &axes).expect("features");
+        let g = compute(4, &regions, &[], &[], &Letters, &axes).expect("features");
+        // Unsure words count by their confidence: 6 words at 0.25 over 2 voiced seconds.
+        let h = compute(
+            4,
+            &regions,
+            &[line(1.0, 3.0, "alpha beta gamma delta epsilon zeta")],
+            &[0.25],
+            &Letters,
+            &axes,
+        )
+        .expect("features");
+        assert!((h.per_second[2 * LANGUAGE_FEATURES + 2] - 0.75).abs() < 1e-6);
         assert_eq!(g.per_second[2 * LANGUAGE_FEATURES], 1.0);
         assert_eq!(g.per_second[2 * LANGUAGE_FEATURES + 2], 0.0);
         assert!(g.detected);
@@ -336,12 +388,12 @@ mod tests {
     fn semantic_change_needs_two_windows_of_words_and_reads_only_the_past() {
         let axes = axis_directions(&Letters).expect("axes");
         let lines = [line(0.0, 4.0, "aaa aaa aaa"), line(4.0, 8.0, "zzz zzz zzz")];
-        let f = compute(12, &[], &lines, &Letters, &axes).expect("features");
+        let f = compute(12, &[], &lines, &[], &Letters, &axes).expect("features");
         let change = |t: usize| f.per_second[t * LANGUAGE_FEATURES + 3];
         assert_eq!(change(3), 0.0, "no earlier window yet");
         assert!(change(7) > 0.9, "{}", change(7));
         // A clip cut after second 7 gives the same values up to second 7.
-        let g = compute(8, &[], &lines, &Letters, &axes).expect("features");
+        let g = compute(8, &[], &lines, &[], &Letters, &axes).expect("features");
         assert_eq!(&f.per_second[..8 * LANGUAGE_FEATURES], &g.per_second[..]);
     }
 }

@@ -253,6 +253,7 @@ impl Qualia {
                                 seconds,
                                 &h.regions,
                                 &h.lines,
+                                &h.confidence,
                                 l.embedder.as_ref(),
                                 &model.axes,
                             )
