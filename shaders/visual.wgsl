@@ -7,12 +7,21 @@
 //
 // Output row (8 floats): luma mean, RMS contrast, colourfulness (Hasler–Süsstrunk), Sobel edge
 // energy, motion energy, coarse motion energy, shot-change score, centre-surround saliency.
+//
+// Every feature is computed over the active picture [x0, x1) x [y0, y1) only: letterbox and
+// pillarbox bars (the decoder's own padding and bars baked into the source) are not picture.
+// The Sobel reads clamp to that rectangle, and the 32 x 18 grid divides it (cells of at least
+// one pixel). With the rectangle the whole frame, this is v1's kernel bit for bit.
 
 struct Params {
     width: u32,
     height: u32,
     n_frames: u32,
     _pad: u32,
+    x0: u32,
+    y0: u32,
+    x1: u32,
+    y1: u32,
 }
 
 const WG: u32 = 256u;
@@ -48,8 +57,8 @@ fn luma_of(c: vec3<u32>) -> f32 {
 }
 
 fn luma(slot: u32, x: i32, y: i32) -> f32 {
-    let cx = u32(clamp(x, 0, i32(p.width) - 1));
-    let cy = u32(clamp(y, 0, i32(p.height) - 1));
+    let cx = u32(clamp(x, i32(p.x0), i32(p.x1) - 1));
+    let cy = u32(clamp(y, i32(p.y0), i32(p.y1) - 1));
     return luma_of(rgb_u(slot, cx, cy));
 }
 
@@ -83,18 +92,26 @@ fn hue_bin(c: vec3<u32>) -> u32 {
     return min(u32((16 * num) / (6 * d)), 15u);
 }
 
-fn cell_mean(slot: u32, cell: u32) -> f32 {
-    let bw = p.width / GX;
-    let bh = p.height / GY;
+// Cell `cell` of the grid over the active rectangle: columns [xs, xe), rows [ys, ye).
+fn cell_span(cell: u32) -> vec4<u32> {
+    let rw = p.x1 - p.x0;
+    let rh = p.y1 - p.y0;
     let cx = cell % GX;
     let cy = cell / GX;
+    let xs = p.x0 + cx * rw / GX;
+    let ys = p.y0 + cy * rh / GY;
+    return vec4<u32>(xs, max(p.x0 + (cx + 1u) * rw / GX, xs + 1u), ys, max(p.y0 + (cy + 1u) * rh / GY, ys + 1u));
+}
+
+fn cell_mean(slot: u32, cell: u32) -> f32 {
+    let c = cell_span(cell);
     var s = 0.0;
-    for (var yy = 0u; yy < bh; yy = yy + 1u) {
-        for (var xx = 0u; xx < bw; xx = xx + 1u) {
-            s = s + luma_of(rgb_u(slot, cx * bw + xx, cy * bh + yy));
+    for (var yy = c.z; yy < c.w; yy = yy + 1u) {
+        for (var xx = c.x; xx < c.y; xx = xx + 1u) {
+            s = s + luma_of(rgb_u(slot, xx, yy));
         }
     }
-    return s / f32(bw * bh);
+    return s / f32((c.y - c.x) * (c.w - c.z));
 }
 
 fn reduce_sums(lid: u32, count: u32) {
@@ -113,9 +130,8 @@ fn frame_features(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     let frame = wid.x;
     let cur = frame + 1u;
     let prev = frame;
-    let w = p.width;
-    let h = p.height;
-    let n = w * h;
+    let rw = p.x1 - p.x0;
+    let n = rw * (p.y1 - p.y0);
 
     if (lid < 66u) {
         atomicStore(&hist[lid], 0u);
@@ -127,8 +143,8 @@ fn frame_features(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
         acc[k] = 0.0;
     }
     for (var i = lid; i < n; i = i + WG) {
-        let x = i32(i % w);
-        let y = i32(i / w);
+        let x = i32(p.x0 + i % rw);
+        let y = i32(p.y0 + i / rw);
         let c = rgb_u(cur, u32(x), u32(y));
         let cp = rgb_u(prev, u32(x), u32(y));
         let f = vec3<f32>(c) / 255.0;

@@ -9,6 +9,7 @@ pub mod fit;
 pub mod gpu;
 pub mod language;
 pub mod model;
+pub mod picture;
 pub mod prior;
 pub mod reference;
 pub mod run;

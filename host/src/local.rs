@@ -347,6 +347,9 @@ fn stage_ms(out: &QualiaOutput) -> serde_json::Value {
         "audio_features": ms(t.audio_features),
         "pool": ms(t.pool),
         "response_readout": ms(t.response),
+        "prepass": ms(t.prepass),
+        "speech": ms(t.speech),
+        "language": ms(t.language),
     })
 }
 
@@ -680,7 +683,8 @@ async fn isolated_kernels(
         let mut hop_feats = Vec::new();
         for _ in 0..runs {
             if frames.len() > 2 * (spec.width * spec.height * 3) as usize {
-                let (f, t) = gpu.visual(&frames, spec.width, spec.height)?;
+                let rect = crate::inference::features::Rect::full(spec.width, spec.height);
+                let (f, t) = gpu.visual(&frames, spec.width, spec.height, rect)?;
                 vis.push(ms(t));
                 frame_feats = f;
             }
@@ -707,7 +711,8 @@ async fn isolated_kernels(
             let raw = if model.format() >= 2 {
                 let offset = model.manifest.sampling.hop_offset as usize;
                 let loudness = v2::loudness_per_second(&hop_feats, 10, offset);
-                let streams = v2::streams(&raw, &loudness, presence.video, presence.audio, false);
+                let streams =
+                    v2::streams(&raw, &loudness, presence.video, presence.audio, false, None);
                 v2::derive(&raw, &loudness, &streams, None)
             } else {
                 raw
@@ -761,6 +766,23 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     }
     let out = last.context("no run")?;
     let (d, s) = (median(decode_s), median(scan_s));
+    // The v1 baseline in the same run, on the same adapter: what v2's features cost on top.
+    let v1 = if q.model.format() >= 2 {
+        let q1 = Qualia {
+            gpu: q.gpu.clone(),
+            model: Arc::new(Model::embedded_v1()?),
+            listener: None,
+        };
+        let mut v1_s = Vec::new();
+        for _ in 0..runs {
+            let t = Instant::now();
+            q1.analyse(&args.input, &info, MAX_SECONDS, None).await?;
+            v1_s.push(t.elapsed().as_secs_f64());
+        }
+        Some(median(v1_s))
+    } else {
+        None
+    };
     let kernels = isolated_kernels(&q, &args.input, &info, runs.max(3)).await?;
     let doc = serde_json::json!({
         "clip": args.input.display().to_string(),
@@ -772,6 +794,9 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         "decode_only_s": d,
         "scan_s": s,
         "ratio_scan_over_decode": s / d,
+        "v1_scan_s": v1,
+        "ratio_scan_over_v1_scan": v1.map(|v| s / v),
+        "v2_extra_s_per_10s_of_media": v1.map(|v| (s - v) * 10.0 / out.duration_sec),
         "realtime_factor": out.duration_sec / s,
         "stage_times_ms_in_scan": stage_ms(&out),
         "kernel_ms_per_10s_isolated": kernels,
@@ -792,6 +817,13 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         );
         println!("full scan       {s:.2} s   (decode + qualia kernels)");
         println!("ratio           {:.2}", s / d);
+        if let Some(v) = v1 {
+            println!(
+                "v1 full scan    {v:.2} s   (same run, same adapter; v2/v1 ratio {:.2}, v2 adds {:.2} s per 10 s of media)",
+                s / v,
+                (s - v) * 10.0 / out.duration_sec
+            );
+        }
         println!(
             "stages in scan  {} (ms, wall; video and audio batches share the device)",
             stage_ms(&out)

@@ -3,7 +3,7 @@
 
 use rand::{Rng, SeedableRng};
 
-use brainscan::inference::features::{self, FRAME_FEATURES, HOP, HOP_FEATURES, WINDOW};
+use brainscan::inference::features::{self, FRAME_FEATURES, HOP, HOP_FEATURES, Rect, WINDOW};
 use brainscan::inference::run::{decode_frames, decode_samples};
 use brainscan::inference::{Presence, TimeBase, reference, v2};
 use brainscan::media::decode::{AudioSamples, DecodeSpec, VideoFrames};
@@ -53,12 +53,51 @@ fn visual_kernel_matches_reference_on_random_and_flat_frames() {
         };
         [v, v / 2, 255 - v]
     }));
+    let full = Rect::full(w as u32, h as u32);
     let (g, _) = gpu()
-        .visual(&frames, w as u32, h as u32)
+        .visual(&frames, w as u32, h as u32, full)
         .expect("visual kernel");
-    let c = reference::visual(&frames, w, h);
+    let c = reference::visual(&frames, w, h, full);
     assert_eq!(g.len(), 7 * FRAME_FEATURES);
     assert_close("visual(random)", &g, &c);
+    // Active pictures that do not divide into the grid evenly: a pillarbox 51 wide, and an
+    // off-centre letterbox.
+    for rect in [
+        Rect {
+            x0: 54,
+            y0: 0,
+            x1: 105,
+            y1: 90,
+        },
+        Rect {
+            x0: 3,
+            y0: 11,
+            x1: 157,
+            y1: 80,
+        },
+    ] {
+        let (g, _) = gpu()
+            .visual(&frames, w as u32, h as u32, rect)
+            .expect("visual kernel");
+        let c = reference::visual(&frames, w, h, rect);
+        assert_close(&format!("visual(random, {rect:?})"), &g, &c);
+    }
+    assert!(
+        gpu()
+            .visual(
+                &frames,
+                w as u32,
+                h as u32,
+                Rect {
+                    x0: 0,
+                    y0: 0,
+                    x1: 20,
+                    y1: 90
+                }
+            )
+            .is_err(),
+        "a picture narrower than the grid is refused"
+    );
     // Black after checkerboard-free random: the cut score of identical frames is 0 and the
     // motion of a repeated frame is 0.
     let (g2, _) = gpu()
@@ -66,6 +105,7 @@ fn visual_kernel_matches_reference_on_random_and_flat_frames() {
             &[&frames[..len], &frames[..len]].concat(),
             w as u32,
             h as u32,
+            full,
         )
         .expect("visual kernel");
     assert_eq!(g2[4], 0.0, "motion of a repeated frame");
@@ -87,10 +127,11 @@ async fn visual_kernel_matches_reference_on_real_frames() {
         );
     }
     drop(v);
+    let full = Rect::full(spec.width, spec.height);
     let (g, _) = gpu()
-        .visual(&frames, spec.width, spec.height)
+        .visual(&frames, spec.width, spec.height, full)
         .expect("visual kernel");
-    let c = reference::visual(&frames, spec.width as usize, spec.height as usize);
+    let c = reference::visual(&frames, spec.width as usize, spec.height as usize, full);
     assert_close("visual(trailer)", &g, &c);
     assert!(
         c.chunks(FRAME_FEATURES).any(|r| r[4] > 0.0),
@@ -268,10 +309,25 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
     let frames = decode_frames(&path, spec, usize::MAX)
         .await
         .expect("frames");
-    let ff = reference::visual(&frames, spec.width as usize, spec.height as usize);
+    let rect = brainscan::inference::picture::active_rect(&path, spec)
+        .await
+        .expect("active picture");
+    let ff = reference::visual(&frames, spec.width as usize, spec.height as usize, rect);
     let samples = decode_samples(&path, spec, usize::MAX - features::LEAD)
         .await
         .expect("samples");
+    // v2 scales the audio to its loudness target before the kernels.
+    let measured = v2::measure_loudness(&path, spec, usize::MAX)
+        .await
+        .expect("loudness");
+    let target = q
+        .model
+        .manifest
+        .sampling
+        .normalise_dbfs
+        .expect("v2 normalises");
+    let gain = v2::normalising_gain(measured, f64::from(target));
+    let samples: Vec<f32> = samples.iter().map(|v| v * gain).collect();
     let total = samples.len() - features::LEAD;
     let hops = total.div_ceil(HOP);
     let (_, hf) = reference::audio(
@@ -291,7 +347,7 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
         &features::dft_table(),
     );
     let loudness = v2::loudness_per_second(&hf, out.seconds, 3);
-    let streams = v2::streams(&raw, &loudness, true, true, false);
+    let streams = v2::streams(&raw, &loudness, true, true, false, Some(measured));
     let derived = v2::derive(&raw, &loudness, &streams, None);
     assert_close("v2 features", &out.features, &derived);
     let presence = Presence {

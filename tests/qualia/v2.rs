@@ -257,3 +257,106 @@ fn the_semantic_axes_separate_their_anchor_kinds_from_neutral_text() {
         assert!(own > neutral + 0.05, "axis {k}: {own} vs neutral {neutral}");
     }
 }
+
+/// Per-lens clip means from the built-in lens plugin on a clip's networks.
+async fn lens_means(out: &QualiaOutput) -> std::collections::BTreeMap<String, f64> {
+    use brainscan::plugins::{PluginRuntime, defaults::DEFAULTS};
+    let runtime = PluginRuntime::new(brainscan::config::PluginConfig::defaults(), None)
+        .expect("plugin runtime");
+    let (_, bytes) = DEFAULTS
+        .iter()
+        .find(|(f, _)| *f == "lens_standard.wasm")
+        .expect("built-in lens plugin");
+    let plugin = std::sync::Arc::new(runtime.load(bytes, "builtin").expect("load"));
+    let lenses = plugin.manifest.provides.clone();
+    let clip = brainscan::analysis::clip_of(out);
+    let (series, _) = runtime
+        .score(&plugin, &clip, &lenses)
+        .await
+        .expect("lens scores");
+    series
+        .into_iter()
+        .map(|s| {
+            let m = s.seconds.iter().map(|x| f64::from(x.score)).sum::<f64>()
+                / s.seconds.len().max(1) as f64;
+            (s.lens, m)
+        })
+        .collect()
+}
+
+/// The invariance table of the v2 issue, generated here and printed as Markdown (run with
+/// `--nocapture`): nuisance changes a viewer would not call a different clip should move no
+/// lens's clip mean by more than 5 points. The audio changes are held to that bound. The two
+/// picture changes are measured and printed, not asserted, because v2 does not meet the bound
+/// for them in general: brightness -0.25 moves attention by -13 on this cut, and the 9:16 crop
+/// moved it +6.3 on the whole trailer (+4.3 on this cut); the model card records both.
+/// Asserting a looser bound would only restate today's numbers.
+#[tokio::test]
+async fn nuisance_changes_move_no_lens_by_more_than_five_points() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let trailer = real_media().join("trailer_bbb.mp4");
+    let src = trailer.to_str().expect("utf8");
+    let variant = |name: &str, filters: &[&str]| {
+        // 24 s of the trailer (music, effects, cuts and motion), encoded fast: the suite stays
+        // quick and the clip keeps every kind of event.
+        let mut args = vec!["-ss", "8", "-t", "24", "-i", src];
+        args.extend_from_slice(filters);
+        args.extend_from_slice(&[
+            "-c:v", "libx264", "-preset", "veryfast", "-crf", "18", "-c:a", "aac", "-b:a", "192k",
+        ]);
+        clip(d, name, &args)
+    };
+    let base = variant("base.mp4", &[]);
+    // (change, changed clip, reference clip, held to the 5-point bound)
+    let cases = [
+        (
+            "gain -20 dB",
+            variant("gain.mp4", &["-af", "volume=-20dB"]),
+            base.clone(),
+            true,
+        ),
+        (
+            "loudness normalised to -14 vs -23 LUFS",
+            variant("lufs14.mp4", &["-af", "loudnorm=I=-14:TP=-1:LRA=20"]),
+            variant("lufs23.mp4", &["-af", "loudnorm=I=-23:TP=-1:LRA=20"]),
+            true,
+        ),
+        (
+            "brightness -0.25 (measured, not held)",
+            variant("dark.mp4", &["-vf", "eq=brightness=-0.25"]),
+            base.clone(),
+            false,
+        ),
+        (
+            "9:16 crop letterboxed into 16:9 (measured, not held)",
+            variant(
+                "portrait.mp4",
+                &["-vf", "crop=ih*9/16:ih,pad=ih*16/9:ih:(ow-iw)/2:0,setsar=1"],
+            ),
+            base.clone(),
+            false,
+        ),
+    ];
+    let mut table =
+        String::from("| change | lens | reference | changed | moved |\n|---|---|---|---|---|\n");
+    let mut failures = Vec::new();
+    for (what, changed, reference, held) in &cases {
+        let (a, b) = (
+            lens_means(&analyse(reference).await).await,
+            lens_means(&analyse(changed).await).await,
+        );
+        for (lens, m) in &a {
+            let moved = b[lens] - m;
+            table.push_str(&format!(
+                "| {what} | {lens} | {m:.1} | {:.1} | {moved:+.1} |\n",
+                b[lens]
+            ));
+            if *held && moved.abs() > 5.0 {
+                failures.push(format!("{what}: {lens} moved {moved:+.1}"));
+            }
+        }
+    }
+    eprintln!("{table}");
+    assert!(failures.is_empty(), "{failures:?}\n{table}");
+}

@@ -27,6 +27,51 @@ pub const SAMPLE_RATE: u32 = 16_000;
 /// The frame grid used for coarse motion and saliency: frame sizes must be multiples of it.
 pub const GRID: (u32, u32) = (32, 18);
 
+/// The active picture of a decoded frame, `[x0, x1) x [y0, y1)` in pixels: the frame less the
+/// letterbox or pillarbox bars (the decoder's padding and bars baked into the source). The
+/// visual kernel computes every feature over it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Rect {
+    pub x0: u32,
+    pub y0: u32,
+    pub x1: u32,
+    pub y1: u32,
+}
+
+impl Rect {
+    /// The whole `width x height` frame.
+    #[must_use]
+    pub fn full(width: u32, height: u32) -> Self {
+        Self {
+            x0: 0,
+            y0: 0,
+            x1: width,
+            y1: height,
+        }
+    }
+
+    #[must_use]
+    pub fn width(self) -> u32 {
+        self.x1 - self.x0
+    }
+
+    #[must_use]
+    pub fn height(self) -> u32 {
+        self.y1 - self.y0
+    }
+
+    /// Fits a `width x height` frame and is large enough for the 32 x 18 grid.
+    #[must_use]
+    pub fn is_valid_in(self, width: u32, height: u32) -> bool {
+        self.x0 < self.x1
+            && self.y0 < self.y1
+            && self.x1 <= width
+            && self.y1 <= height
+            && self.width() >= GRID.0
+            && self.height() >= GRID.1
+    }
+}
+
 /// Which input a feature is computed from; an absent modality takes the model's absent value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -59,6 +59,11 @@ pub struct StageTimes {
     pub audio_features: Duration,
     pub pool: Duration,
     pub response: Duration,
+    /// v2, on the CPU beside the GPU stages: the loudness and active-picture pre-passes (wall,
+    /// overlapping decoding), voice activity and transcription, and the language features.
+    pub prepass: Duration,
+    pub speech: Duration,
+    pub language: Duration,
 }
 
 impl StageTimes {
@@ -68,6 +73,9 @@ impl StageTimes {
         self.audio_features += o.audio_features;
         self.pool += o.pool;
         self.response += o.response;
+        self.prepass += o.prepass;
+        self.speech += o.speech;
+        self.language += o.language;
     }
 }
 
@@ -476,21 +484,25 @@ impl GpuContext {
         frames: &[u8],
         width: u32,
         height: u32,
+        rect: features::Rect,
     ) -> Result<(Vec<f32>, Duration), GpuError> {
         let len = (width * height * 3) as usize;
         if len == 0
             || !frames.len().is_multiple_of(len)
             || frames.len() < 2 * len
             || !len.is_multiple_of(4)
+            || !rect.is_valid_in(width, height)
         {
             return Err(GpuError::TooLarge(format!(
-                "frame buffer of {} bytes is not n+1 frames of {width}x{height}",
+                "frame buffer of {} bytes is not n+1 frames of {width}x{height} with picture {rect:?}",
                 frames.len()
             )));
         }
         let n = frames.len() / len - 1;
         let start = Instant::now();
-        let params = self.uniform(&Params4([width, height, n as u32, 0]));
+        let params = self.uniform(&Params8([
+            width, height, n as u32, 0, rect.x0, rect.y0, rect.x1, rect.y1,
+        ]));
         let input = self.storage("frames", frames)?;
         let out = self.output("frame features", n * FRAME_FEATURES)?;
         let bg = self.bind(&self.visual, &[&params, &input, &out]);

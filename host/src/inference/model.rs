@@ -60,6 +60,15 @@ pub struct Sampling {
     /// 3 in v2 so a second's last analysis window ends inside the second.
     #[serde(default)]
     pub hop_offset: u32,
+    /// v2: the gated loudness (dBFS of mean energy) every clip's audio is scaled to before the
+    /// kernels, so playback gain and loudness normalisation do not change any audio feature.
+    /// `None` in v1 (audio as decoded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalise_dbfs: Option<f32>,
+    /// v2: visual features are computed over the active picture, without letterbox or
+    /// pillarbox bars (see `inference::picture`). False in v1 (the whole frame).
+    #[serde(default)]
+    pub active_picture: bool,
 }
 
 /// The time axis of the predicted network series. Both are causal: second t only ever uses the
@@ -356,6 +365,8 @@ impl Model {
             || s.height > 360
             || !s.onset_threshold.is_finite()
             || s.hop_offset > 10
+            || s.normalise_dbfs
+                .is_some_and(|d| !(-60.0..=0.0).contains(&d))
         {
             return Err(ModelError::Incompatible(format!(
                 "unsupported sampling {s:?}"

@@ -378,6 +378,8 @@ pub fn default_sampling() -> Sampling {
         window: features::WINDOW as u32,
         onset_threshold: 0.5,
         hop_offset: 0,
+        normalise_dbfs: None,
+        active_picture: false,
     }
 }
 
@@ -515,6 +517,8 @@ fn v2_name(v1: &str) -> Option<&'static str> {
 pub fn default_sampling_v2() -> Sampling {
     Sampling {
         hop_offset: 3,
+        normalise_dbfs: Some(v2::NORMALISED_DBFS as f32),
+        active_picture: true,
         ..default_sampling()
     }
 }

@@ -6,7 +6,7 @@
 //! kernel's FFT algorithm.
 
 use super::features::{
-    BINS, FRAME_FEATURES, GRID, HOP, HOP_FEATURES, HOPS_PER_SECOND, MEL_BANDS, PRE, WINDOW,
+    BINS, FRAME_FEATURES, GRID, HOP, HOP_FEATURES, HOPS_PER_SECOND, MEL_BANDS, PRE, Rect, WINDOW,
 };
 
 const SPEECH: std::ops::RangeInclusive<usize> = 10..=108;
@@ -49,19 +49,24 @@ fn hue_bin(c: [u32; 3]) -> usize {
     (((16 * num) / (6 * d)) as usize).min(15)
 }
 
-fn grid_means(frame: &[u8], w: usize, h: usize) -> Vec<f64> {
+fn grid_means(frame: &[u8], w: usize, rect: Rect) -> Vec<f64> {
     let (gx, gy) = (GRID.0 as usize, GRID.1 as usize);
-    let (bw, bh) = (w / gx, h / gy);
+    let (x0, y0) = (rect.x0 as usize, rect.y0 as usize);
+    let (rw, rh) = (rect.width() as usize, rect.height() as usize);
     let mut out = vec![0.0; gx * gy];
     for cy in 0..gy {
         for cx in 0..gx {
+            let xs = x0 + cx * rw / gx;
+            let xe = (x0 + (cx + 1) * rw / gx).max(xs + 1);
+            let ys = y0 + cy * rh / gy;
+            let ye = (y0 + (cy + 1) * rh / gy).max(ys + 1);
             let mut s = 0.0;
-            for y in 0..bh {
-                for x in 0..bw {
-                    s += luma_of(rgb(frame, w, cx * bw + x, cy * bh + y));
+            for y in ys..ye {
+                for x in xs..xe {
+                    s += luma_of(rgb(frame, w, x, y));
                 }
             }
-            out[cy * gx + cx] = s / (bw * bh) as f64;
+            out[cy * gx + cx] = s / ((xe - xs) * (ye - ys)) as f64;
         }
     }
     out
@@ -69,17 +74,23 @@ fn grid_means(frame: &[u8], w: usize, h: usize) -> Vec<f64> {
 
 /// Features of `cur` given the frame before it (see `visual.wgsl`).
 #[must_use]
-pub fn frame_features(prev: &[u8], cur: &[u8], w: usize, h: usize) -> [f32; FRAME_FEATURES] {
-    let n = (w * h) as f64;
+pub fn frame_features(prev: &[u8], cur: &[u8], w: usize, rect: Rect) -> [f32; FRAME_FEATURES] {
+    let n = f64::from(rect.width() * rect.height());
+    let (x0, y0, x1, y1) = (
+        i64::from(rect.x0),
+        i64::from(rect.y0),
+        i64::from(rect.x1),
+        i64::from(rect.y1),
+    );
     let l = |x: i64, y: i64| {
-        let x = x.clamp(0, w as i64 - 1) as usize;
-        let y = y.clamp(0, h as i64 - 1) as usize;
+        let x = x.clamp(x0, x1 - 1) as usize;
+        let y = y.clamp(y0, y1 - 1) as usize;
         luma_of(rgb(cur, w, x, y))
     };
     let mut s = [0f64; 8];
     let mut hist = [[0i64; 33]; 2];
-    for y in 0..h {
-        for x in 0..w {
+    for y in rect.y0 as usize..rect.y1 as usize {
+        for x in rect.x0 as usize..rect.x1 as usize {
             let c = rgb(cur, w, x, y);
             let cp = rgb(prev, w, x, y);
             let (r, g, b) = (
@@ -118,8 +129,8 @@ pub fn frame_features(prev: &[u8], cur: &[u8], w: usize, h: usize) -> [f32; FRAM
     let dist: i64 = (0..33).map(|k| (hist[0][k] - hist[1][k]).abs()).sum();
     let cut = 0.25 * dist as f64 / n;
 
-    let gc = grid_means(cur, w, h);
-    let gp = grid_means(prev, w, h);
+    let gc = grid_means(cur, w, rect);
+    let gp = grid_means(prev, w, rect);
     let (gx, gy) = (GRID.0 as i64, GRID.1 as i64);
     let (mut sal_sum, mut sal_max, mut coarse) = (0.0f64, 0.0f64, 0.0f64);
     for cy in 0..gy {
@@ -154,9 +165,10 @@ pub fn frame_features(prev: &[u8], cur: &[u8], w: usize, h: usize) -> [f32; FRAM
     ]
 }
 
-/// `frames` holds `n + 1` frames (the one before, then the batch); returns `n` rows.
+/// `frames` holds `n + 1` frames (the one before, then the batch); returns `n` rows computed
+/// over `rect` (see `visual.wgsl`).
 #[must_use]
-pub fn visual(frames: &[u8], w: usize, h: usize) -> Vec<f32> {
+pub fn visual(frames: &[u8], w: usize, h: usize, rect: Rect) -> Vec<f32> {
     let len = w * h * 3;
     let n = frames.len() / len - 1;
     (0..n)
@@ -165,7 +177,7 @@ pub fn visual(frames: &[u8], w: usize, h: usize) -> Vec<f32> {
                 &frames[k * len..(k + 1) * len],
                 &frames[(k + 1) * len..(k + 2) * len],
                 w,
-                h,
+                rect,
             )
         })
         .collect()

@@ -6,10 +6,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::features::Rect;
 use super::features::{FRAME_FEATURES, HOP, HOP_FEATURES, LEAD, WINDOW};
 use super::gpu::{GpuContext, GpuError, StageTimes};
 use super::model::{Model, NETWORK_COUNT, Presence, TimeBase};
-use super::{language, v2};
+use super::{language, picture, v2};
 use crate::media::decode::{AudioSamples, DecodeError, DecodeSpec, VideoFrames};
 use crate::media::probe::ProbeInfo;
 
@@ -165,22 +166,54 @@ impl Qualia {
         let spec = self.decode_spec();
         let limit = (max_seconds as usize + 1) * spec.fps as usize;
         let video = async {
-            if probe.has_video {
-                self.video(path, spec, limit, progress.clone())
-                    .await
-                    .map(Some)
-            } else {
-                Ok(None)
+            if !probe.has_video {
+                return Ok(None);
             }
+            // v2 computes the visual features over the active picture only (see `picture`). A
+            // failed look at the keyframes leaves the whole frame; the stream itself then says
+            // what is wrong with the file.
+            let full = Rect::full(spec.width, spec.height);
+            let started = Instant::now();
+            let rect = if self.model.manifest.sampling.active_picture {
+                picture::active_rect(path, spec).await.unwrap_or(full)
+            } else {
+                full
+            };
+            let prepass = started.elapsed();
+            self.video(path, spec, limit, progress.clone(), rect)
+                .await
+                .map(|mut stream| {
+                    stream.times.prepass += prepass;
+                    Some(stream)
+                })
         };
         let audio = async {
-            if probe.has_audio {
-                self.audio(path, spec, max_seconds as usize + 1, progress.clone())
-                    .await
-                    .map(Some)
-            } else {
-                Ok(None)
+            if !probe.has_audio {
+                return Ok(None);
             }
+            // v2 measures the track first (a streaming audio-only decode, while the video
+            // decodes) and scales it to the model's loudness, so no audio feature depends on the
+            // playback gain. A failed measurement leaves the gain at 1; the stream itself then
+            // reports what is wrong with the file.
+            let seconds = max_seconds as usize + 1;
+            let started = Instant::now();
+            let (source, gain) = match self.model.manifest.sampling.normalise_dbfs {
+                Some(target) => {
+                    let rate = spec.sample_rate as usize;
+                    match v2::measure_loudness(path, spec, seconds * rate).await {
+                        Ok(l) => (Some(l), v2::normalising_gain(l, f64::from(target))),
+                        Err(_) => (None, 1.0),
+                    }
+                }
+                None => (None, 1.0),
+            };
+            let prepass = started.elapsed();
+            self.audio(path, spec, seconds, progress.clone(), gain)
+                .await
+                .map(|mut stream| {
+                    stream.times.prepass += prepass;
+                    Some((stream, source))
+                })
         };
         let listen = async {
             match (&self.listener, self.model.format() >= 2) {
@@ -189,9 +222,10 @@ impl Qualia {
                         .duration_sec
                         .filter(|d| d.is_finite() && *d > 0.0)
                         .unwrap_or(f64::from(max_seconds));
+                    let started = Instant::now();
                     crate::speech::hear(path, probe, duration, l.speech.clone())
                         .await
-                        .map(Some)
+                        .map(|h| Some((h, started.elapsed())))
                         .map_err(QualiaError::Speech)
                 }
                 _ => Ok(None),
@@ -200,9 +234,15 @@ impl Qualia {
         // A clip that does not decode is a decode error, whatever the speech stage says.
         let (video, audio, heard) = tokio::join!(video, audio, listen);
         let (video, audio) = (video?, audio?);
-        let heard = heard?;
+        let (heard, speech_time) = match heard? {
+            Some((h, t)) => (Some(h), t),
+            None => (None, Duration::ZERO),
+        };
         let video = video.filter(|v| v.count > 0);
-        let audio = audio.filter(|a| a.extra > 0);
+        let (audio, source_dbfs) = match audio {
+            Some((a, source)) if a.extra > 0 => (Some(a), source),
+            _ => (None, None),
+        };
         if video.is_none() && audio.is_none() {
             return Err(QualiaError::NoMedia);
         }
@@ -240,12 +280,20 @@ impl Qualia {
         let model = self.model.clone();
         let listener = self.listener.clone();
         let threshold = model.manifest.sampling.onset_threshold;
-        let (features, y, modalities, low_signal, pool_t, resp_t, heard) =
+        let (features, y, modalities, low_signal, pool_t, resp_t, language_t, heard) =
             tokio::task::spawn_blocking(move || {
                 let (raw, pool_t) =
                     gpu.pool(&fv, &hv, seconds, spec.fps, threshold, hop_offset as u32)?;
                 let detected = heard.as_ref().is_some_and(|h| !h.regions.is_empty());
-                let streams = v2::streams(&raw, &loudness, decoded_video, decoded_audio, detected);
+                let streams = v2::streams(
+                    &raw,
+                    &loudness,
+                    decoded_video,
+                    decoded_audio,
+                    detected,
+                    source_dbfs,
+                );
+                let language_started = Instant::now();
                 let (features, presence) = if model.format() >= 2 {
                     let language = match (&heard, &listener) {
                         (Some(h), Some(l)) if streams.audio || !h.lines.is_empty() => Some(
@@ -280,6 +328,7 @@ impl Qualia {
                     };
                     (raw, presence)
                 };
+                let language_t = language_started.elapsed();
                 let resp = gpu.response(&features, &model, presence, time_base)?;
                 let modalities = Modalities {
                     video: presence.video,
@@ -293,6 +342,7 @@ impl Qualia {
                     streams.low_signal,
                     pool_t,
                     resp.time,
+                    language_t,
                     heard,
                 ))
             })
@@ -300,6 +350,8 @@ impl Qualia {
             .map_err(|e| QualiaError::Task(e.to_string()))??;
         times.pool += pool_t;
         times.response += resp_t;
+        times.speech += speech_time;
+        times.language += language_t;
         let networks = y
             .chunks_exact(NETWORK_COUNT)
             .map(|c| {
@@ -331,6 +383,7 @@ impl Qualia {
         spec: DecodeSpec,
         limit: usize,
         progress: Option<Progress>,
+        rect: Rect,
     ) -> Result<Stream<()>, QualiaError> {
         let mut frames = VideoFrames::open(path, spec)?;
         let len = frames.frame_len();
@@ -369,7 +422,9 @@ impl Qualia {
             }
             let gpu = self.gpu.clone();
             let (w, h) = (spec.width, spec.height);
-            pending = Some(tokio::task::spawn_blocking(move || gpu.visual(&data, w, h)));
+            pending = Some(tokio::task::spawn_blocking(move || {
+                gpu.visual(&data, w, h, rect)
+            }));
             out.count += k;
             if let Some(p) = &progress {
                 p(out.count as f64 / f64::from(spec.fps));
@@ -401,6 +456,7 @@ impl Qualia {
         spec: DecodeSpec,
         max_seconds: usize,
         progress: Option<Progress>,
+        gain: f32,
     ) -> Result<Stream<usize>, QualiaError> {
         let mut samples = AudioSamples::open(path, spec)?;
         let rate = spec.sample_rate as usize;
@@ -428,7 +484,11 @@ impl Qualia {
                     eof = true;
                 } else {
                     let n = n.min(limit - total);
-                    buf.extend_from_slice(&block[..n]);
+                    if gain == 1.0 {
+                        buf.extend_from_slice(&block[..n]);
+                    } else {
+                        buf.extend(block[..n].iter().map(|v| v * gain));
+                    }
                     total += n;
                 }
             }

@@ -18,8 +18,13 @@
 use super::features::{FEATURE_COUNT, HOP_FEATURES, HOPS_PER_SECOND, Modality};
 use super::language::{LANGUAGE_FEATURES, LanguageFeatures};
 
-/// Loudness below this (dBFS of mean energy) is treated as digital silence.
+/// Loudness below this (dBFS of mean energy) is treated as silence (BS.1770's absolute gate).
 pub const FLOOR_DBFS: f64 = -70.0;
+/// The gated loudness v2 scales every clip's audio to before the kernels (EBU R128's -23).
+pub const NORMALISED_DBFS: f64 = -23.0;
+/// Largest gain the normalisation applies either way: quieter tracks are left a little quiet
+/// rather than lifting their noise floor by more.
+pub const MAX_GAIN_DB: f64 = 40.0;
 /// A track whose gated loudness is below this is no sound at all (absent audio).
 pub const AUDIBLE_DBFS: f64 = -60.0;
 /// Relative loudness is clamped to this range (dB relative to the clip's gated loudness).
@@ -202,6 +207,53 @@ pub struct Streams {
     pub low_signal: bool,
 }
 
+/// Measures a clip's audio stream and returns its gated loudness (dBFS of mean energy, gated as
+/// [`gated_loudness`]), reading at most `max_samples`; `None` when it has no audible second.
+/// Streams: memory does not grow with the clip.
+///
+/// # Errors
+/// Decoding errors.
+pub async fn measure_loudness(
+    path: &std::path::Path,
+    spec: crate::media::decode::DecodeSpec,
+    max_samples: usize,
+) -> Result<Option<f64>, crate::media::decode::DecodeError> {
+    let mut audio = crate::media::decode::AudioSamples::open(path, spec)?;
+    let rate = spec.sample_rate as usize;
+    let mut block = vec![0f32; 8192];
+    let (mut energy, mut in_second, mut total) = (0f64, 0usize, 0usize);
+    let mut seconds = Vec::new();
+    loop {
+        let n = audio.next_block(&mut block).await?;
+        if n == 0 || total >= max_samples {
+            break;
+        }
+        for v in &block[..n.min(max_samples - total)] {
+            energy += f64::from(*v) * f64::from(*v);
+            in_second += 1;
+            if in_second == rate {
+                seconds.push(10.0 * (energy / rate as f64).max(1e-30).log10());
+                (energy, in_second) = (0.0, 0);
+            }
+        }
+        total += n;
+    }
+    if in_second > rate / 4 {
+        seconds.push(10.0 * (energy / in_second as f64).max(1e-30).log10());
+    }
+    audio.finish().await?;
+    Ok(gated_loudness(&seconds))
+}
+
+/// The linear gain that brings a clip of `loudness` dBFS to [`NORMALISED_DBFS`]: 1 when the
+/// clip has no audible sound, at most [`MAX_GAIN_DB`] either way.
+#[must_use]
+pub fn normalising_gain(loudness: Option<f64>, target: f64) -> f32 {
+    loudness.map_or(1.0, |l| {
+        10f64.powf((target - l).clamp(-MAX_GAIN_DB, MAX_GAIN_DB) / 20.0) as f32
+    })
+}
+
 /// Per-second loudness (dBFS of the mean energy of the second's hops, floored at
 /// [`FLOOR_DBFS`]), pooled on the same hop grid as `pool.wgsl` (moved back by `hop_offset`).
 #[must_use]
@@ -249,7 +301,8 @@ fn v1(name: &str) -> usize {
 }
 
 /// Reads presence and `low_signal` from the kernel outputs. `has_video` / `has_audio` say which
-/// streams decoded at all.
+/// streams decoded at all; `source_dbfs` is the audio's gated loudness as decoded, before any
+/// normalisation (`None` to read it from `loudness`), which decides whether it is audible.
 #[must_use]
 pub fn streams(
     raw_v1: &[f32],
@@ -257,6 +310,7 @@ pub fn streams(
     has_video: bool,
     has_audio: bool,
     speech_detected: bool,
+    source_dbfs: Option<Option<f64>>,
 ) -> Streams {
     let f = FEATURE_COUNT;
     let rows: Vec<&[f32]> = raw_v1.chunks_exact(f).collect();
@@ -266,7 +320,8 @@ pub fn streams(
     } else {
         None
     };
-    let audio = loudness_dbfs.is_some_and(|l| l > AUDIBLE_DBFS);
+    let audible = source_dbfs.unwrap_or(loudness_dbfs);
+    let audio = has_audio && audible.is_some_and(|l| l > AUDIBLE_DBFS);
     let moving = max(v1("motion")) > 0.002 || max(v1("cut")) > 0.05;
     let video = has_video && (max(v1("contrast")) > UNIFORM_CONTRAST || moving);
     let picture_changes = video && (moving || max(v1("luma_change")) > 0.01);
@@ -414,7 +469,7 @@ mod tests {
             .collect();
         let loud = [-18.0, -24.0];
         let quiet = [-38.0, -44.0];
-        let s = |l: &[f64]| streams(&raw, l, false, true, false);
+        let s = |l: &[f64]| streams(&raw, l, false, true, false, None);
         let a = derive(&raw, &loud, &s(&loud), None);
         let b = derive(&quiet_raw, &quiet, &s(&quiet), None);
         for (k, (x, y)) in a.iter().zip(&b).enumerate() {
@@ -429,12 +484,12 @@ mod tests {
     #[test]
     fn silence_and_uniform_frames_are_absent_and_low_signal() {
         let raw = vec![0f32; 5 * FEATURE_COUNT];
-        let s = streams(&raw, &[FLOOR_DBFS; 5], true, true, false);
+        let s = streams(&raw, &[FLOOR_DBFS; 5], true, true, false, None);
         assert!(!s.video && !s.audio && s.low_signal, "{s:?}");
         let mut moving = raw.clone();
         moving[2 * FEATURE_COUNT + v1("motion")] = 0.05;
         moving[2 * FEATURE_COUNT + v1("contrast")] = 0.2;
-        let s = streams(&moving, &[FLOOR_DBFS; 5], true, true, false);
+        let s = streams(&moving, &[FLOOR_DBFS; 5], true, true, false, None);
         assert!(s.video && !s.audio && !s.low_signal, "{s:?}");
     }
 }

@@ -64,8 +64,21 @@ impl Pipe {
         spec: &DecodeSpec,
         kind: &'static str,
     ) -> Result<Self, DecodeError> {
+        Self::spawn_with(path, &[], args, spec, kind)
+    }
+
+    /// [`Pipe::spawn`] with input options (`before` goes before `-i`).
+    fn spawn_with(
+        path: &Path,
+        before: &[&str],
+        args: &[&str],
+        spec: &DecodeSpec,
+        kind: &'static str,
+    ) -> Result<Self, DecodeError> {
         let mut child = Command::new("ffmpeg")
-            .args(["-v", "error", "-nostdin", "-i"])
+            .args(["-v", "error", "-nostdin"])
+            .args(before)
+            .arg("-i")
             .arg(path)
             .args(args)
             .arg("pipe:1")
@@ -166,11 +179,7 @@ impl VideoFrames {
     /// # Errors
     /// `Missing` when ffmpeg is absent; stream errors surface on read or [`Self::finish`].
     pub fn open(path: &Path, spec: DecodeSpec) -> Result<Self, DecodeError> {
-        let (w, h) = (spec.width, spec.height);
-        let filter = format!(
-            "fps={},scale={w}:{h}:force_original_aspect_ratio=decrease:flags=area,pad={w}:{h}:(ow-iw)/2:(oh-ih)/2:color=black,format=rgb24",
-            spec.fps
-        );
+        let filter = format!("fps={},{}", spec.fps, Self::geometry(&spec));
         let pipe = Pipe::spawn(
             path,
             &[
@@ -180,6 +189,43 @@ impl VideoFrames {
             "video",
         )?;
         Ok(Self { pipe, spec })
+    }
+
+    /// Only the clip's keyframes (intra frames; no frame-rate conversion), in the same frame
+    /// geometry as [`VideoFrames::open`]: a cheap look at the whole clip, since decoding
+    /// keyframes skips every predicted frame.
+    ///
+    /// # Errors
+    /// As [`VideoFrames::open`].
+    pub fn open_keyframes(path: &Path, spec: DecodeSpec) -> Result<Self, DecodeError> {
+        let filter = Self::geometry(&spec);
+        let pipe = Pipe::spawn_with(
+            path,
+            &["-skip_frame", "nokey"],
+            &[
+                "-map",
+                "0:V:0",
+                "-vf",
+                &filter,
+                "-fps_mode",
+                "passthrough",
+                "-f",
+                "rawvideo",
+                "-pix_fmt",
+                "rgb24",
+            ],
+            &spec,
+            "video",
+        )?;
+        Ok(Self { pipe, spec })
+    }
+
+    /// Scale to fit the frame with the aspect kept, centred on black padding.
+    fn geometry(spec: &DecodeSpec) -> String {
+        let (w, h) = (spec.width, spec.height);
+        format!(
+            "scale={w}:{h}:force_original_aspect_ratio=decrease:flags=area,pad={w}:{h}:(ow-iw)/2:(oh-ih)/2:color=black,format=rgb24"
+        )
     }
 
     /// Bytes of one frame.
