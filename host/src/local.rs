@@ -22,6 +22,8 @@ use crate::scan::MAX_DURATION_SECS;
 
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 const MAX_SECONDS: u32 = MAX_DURATION_SECS as u32;
+/// Longest clip the local commands take with `--max-duration` (the service keeps 3 minutes).
+pub const MAX_LOCAL_SECONDS: u32 = 1800;
 
 /// Where the model comes from.
 #[derive(Debug, Clone, Args)]
@@ -57,6 +59,11 @@ pub struct ClipArgs {
     /// Print JSON instead of a table (scan) or CSV (features).
     #[arg(long)]
     pub json: bool,
+    /// Longest clip to analyse, in seconds: up to 1800 (30 minutes) locally; the service keeps
+    /// its 3-minute limit. Media is streamed, so memory grows only with the per-second tables
+    /// (and, for speech, the 16 kHz audio the transcriber reads: 115 MB at 30 minutes).
+    #[arg(long, default_value_t = MAX_SECONDS, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_LOCAL_SECONDS)))]
+    pub max_duration: u32,
     /// Report the networks in BOLD time (the haemodynamic response applied forward, peaking
     /// about 5 s after its cause, for comparison with fMRI) instead of stimulus time.
     #[arg(long)]
@@ -234,14 +241,22 @@ async fn analyse(
     path: &Path,
     quiet: bool,
     time_base: TimeBase,
+    max_seconds: u32,
 ) -> anyhow::Result<QualiaOutput> {
     let info = probe_file(path).await?;
     let (bar, cb) = progress_bar(info.duration_sec, quiet);
     let out = q
-        .analyse_in(path, &info, MAX_SECONDS, Some(cb), time_base)
+        .analyse_in(path, &info, max_seconds, Some(cb), time_base)
         .await;
     bar.finish_and_clear();
-    Ok(out?)
+    match out {
+        Err(e @ crate::inference::QualiaError::TooLong(..)) if max_seconds < MAX_LOCAL_SECONDS => {
+            Err(anyhow::anyhow!(
+                "{e}; pass --max-duration SECONDS (up to {MAX_LOCAL_SECONDS}) for longer clips"
+            ))
+        }
+        other => Ok(other?),
+    }
 }
 
 /// `brainscan scan`.
@@ -256,7 +271,7 @@ pub async fn scan(args: ClipArgs) -> anyhow::Result<()> {
     } else {
         TimeBase::Stimulus
     };
-    let out = analyse(&q, &input.path, args.json, time_base).await?;
+    let out = analyse(&q, &input.path, args.json, time_base, args.max_duration).await?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let rows: Vec<serde_json::Value> = out
@@ -360,7 +375,7 @@ fn stage_ms(out: &QualiaOutput) -> serde_json::Value {
 pub async fn features(args: ClipArgs) -> anyhow::Result<()> {
     let input = resolve(&args.input, &args.fetch).await?;
     let q = qualia(&args.model)?;
-    let out = analyse(&q, &input.path, true, TimeBase::Stimulus).await?;
+    let out = analyse(&q, &input.path, true, TimeBase::Stimulus, args.max_duration).await?;
     let mut stdout = std::io::stdout().lock();
     let names: Vec<&str> = q.model.features.iter().map(String::as_str).collect();
     if args.json {
@@ -572,7 +587,7 @@ async fn corpus(dir: &Path, out: &Path, note: String, model: &ModelArgs) -> anyh
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let analysed = match analyse(&q, path, true, TimeBase::Stimulus).await {
+        let analysed = match analyse(&q, path, true, TimeBase::Stimulus, MAX_SECONDS).await {
             Ok(a) => a,
             Err(e) => {
                 eprintln!("skipped {name}: {e:#}");

@@ -116,6 +116,7 @@ impl Speech {
         pcm: &[f32],
         regions: &[vad::Region],
     ) -> anyhow::Result<Vec<TranscriptLine>> {
+        let pcm = &pcm[..pcm.len().min(MAX_SECONDS * vad::SAMPLE_RATE)];
         Ok(self
             .transcribe_scored(pcm, regions)?
             .into_iter()
@@ -123,7 +124,9 @@ impl Speech {
             .collect())
     }
 
-    /// [`Speech::transcribe_regions`] with each line's confidence (see [`gate_scored`]).
+    /// [`Speech::transcribe_regions`] with each line's confidence (see [`gate_scored`]), over
+    /// all of `pcm`: the caller bounds its length (the service at [`MAX_SECONDS`], the local
+    /// commands at their `--max-duration`).
     ///
     /// # Errors
     /// Tensor errors.
@@ -132,7 +135,6 @@ impl Speech {
         pcm: &[f32],
         regions: &[vad::Region],
     ) -> anyhow::Result<Vec<(TranscriptLine, f32)>> {
-        let pcm = &pcm[..pcm.len().min(MAX_SECONDS * vad::SAMPLE_RATE)];
         if regions.is_empty() {
             return Ok(Vec::new());
         }
@@ -226,9 +228,10 @@ pub struct Heard {
     pub source: serde_json::Value,
 }
 
-/// Voice activity and the transcript of a clip, decoding its audio once (at most
-/// [`MAX_SECONDS`] of it): subtitle lines when the media has text subtitles, else Whisper on
-/// the detected speech. CPU-bound parts run on blocking threads.
+/// Voice activity and the transcript of the first `duration_sec` seconds of a clip, decoding
+/// its audio once (the caller bounds `duration_sec`: the service's clips are at most
+/// [`MAX_SECONDS`]): subtitle lines when the media has text subtitles, else Whisper on the
+/// detected speech. CPU-bound parts run on blocking threads.
 ///
 /// # Errors
 /// A sentence: decoding or a model failed.
@@ -239,7 +242,7 @@ pub async fn hear(
     speech: std::sync::Arc<Speech>,
 ) -> Result<Heard, String> {
     use crate::media::decode::{self, DecodeSpec};
-    let max_secs = duration_sec.min(MAX_SECONDS as f64);
+    let max_secs = duration_sec;
     let subtitles = subtitle_lines(media, probe, max_secs).await;
     if !probe.has_audio {
         return Ok(match subtitles {

@@ -269,3 +269,40 @@ fn no_adapter_is_a_clear_error_naming_the_package() {
         "{err}"
     );
 }
+
+#[test]
+fn long_clips_need_max_duration_and_then_stream_through() {
+    // Ten minutes of a moving test pattern and a tone: over the 3-minute default, inside the
+    // 30-minute local bound.
+    let dir = tempfile::tempdir().expect("tempdir");
+    crate::support::ffmpeg(
+        dir.path(),
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=160x90:r=10:d=600",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=f=330:r=16000:d=600",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-c:a",
+            "aac",
+            "long.mp4",
+        ],
+    );
+    let clip = dir.path().join("long.mp4");
+    let path = clip.to_str().expect("utf8");
+    let refused = brainscan(&["scan", path]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("--max-duration"), "{err}");
+    let csv = ok(&brainscan(&["features", "--max-duration", "900", path]));
+    assert_eq!(csv.lines().count(), 1 + 600);
+    let over = brainscan(&["features", "--max-duration", "1801", path]);
+    assert!(!over.status.success(), "more than 30 minutes is refused");
+}

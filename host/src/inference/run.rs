@@ -221,7 +221,8 @@ impl Qualia {
                     let duration = probe
                         .duration_sec
                         .filter(|d| d.is_finite() && *d > 0.0)
-                        .unwrap_or(f64::from(max_seconds));
+                        .unwrap_or(f64::from(max_seconds))
+                        .min(f64::from(max_seconds));
                     let started = Instant::now();
                     crate::speech::hear(path, probe, duration, l.speech.clone())
                         .await

@@ -21,6 +21,9 @@ const HIDDEN: usize = 128;
 /// Seconds per chunk.
 pub const CHUNK_SECS: f64 = CHUNK as f64 / SAMPLE_RATE as f64;
 
+/// Chunks (32 ms each) the encoder runs on at once: about 33 s of audio.
+const ENCODER_BATCH: usize = 1024;
+
 pub struct SileroVad {
     stft: Tensor,
     convs: [(Conv1d, usize); 4],
@@ -96,15 +99,66 @@ impl SileroVad {
     /// # Errors
     /// Tensor errors only (the shapes are fixed).
     pub fn probabilities(&self, pcm: &[f32]) -> candle_core::Result<Vec<f32>> {
-        let device = Device::Cpu;
         let chunks = pcm.len().div_ceil(CHUNK);
-        if chunks == 0 {
-            return Ok(Vec::new());
+        let w_hh = self.w_hh.to_vec2::<f32>()?; // (128, 512)
+        let out_w = self.out.weight().flatten_all()?.to_vec1::<f32>()?;
+        let out_b = self
+            .out
+            .bias()
+            .map(|b| b.to_vec1::<f32>())
+            .transpose()?
+            .and_then(|b| b.first().copied())
+            .unwrap_or(0.0);
+        // The LSTM state runs through the whole clip; the stateless encoder runs on batches of
+        // chunks, so memory stays bounded however long the clip is.
+        let mut hidden = vec![0f32; HIDDEN];
+        let mut cell = vec![0f32; HIDDEN];
+        let mut outputs = Vec::with_capacity(chunks);
+        let sigmoid = |v: f32| 1.0 / (1.0 + (-v).exp());
+        for first in (0..chunks).step_by(ENCODER_BATCH) {
+            let count = ENCODER_BATCH.min(chunks - first);
+            for g_in in self.encode(pcm, first, count)? {
+                let mut gates = g_in;
+                for (j, hj) in hidden.iter().enumerate() {
+                    if *hj != 0.0 {
+                        for (g, w) in gates.iter_mut().zip(&w_hh[j]) {
+                            *g += hj * w;
+                        }
+                    }
+                }
+                // PyTorch order: input, forget, cell, output.
+                for u in 0..HIDDEN {
+                    let i = sigmoid(gates[u]);
+                    let f = sigmoid(gates[HIDDEN + u]);
+                    let g = gates[2 * HIDDEN + u].tanh();
+                    let o = sigmoid(gates[3 * HIDDEN + u]);
+                    cell[u] = f * cell[u] + i * g;
+                    hidden[u] = o * cell[u].tanh();
+                }
+                let logit: f32 = hidden
+                    .iter()
+                    .zip(&out_w)
+                    .map(|(h, w)| h.max(0.0) * w)
+                    .sum::<f32>()
+                    + out_b;
+                outputs.push(sigmoid(logit));
+            }
         }
-        // The encoder has no state: run it on every chunk at once (batch = chunks), each with
-        // its 64 samples of left context and 64 reflected samples on the right.
-        let mut frames = Vec::with_capacity(chunks * (CONTEXT + CHUNK + CONTEXT));
-        for c in 0..chunks {
+        Ok(outputs)
+    }
+
+    /// The LSTM input gates of chunks `first..first + count`: the stateless encoder run on all
+    /// of them at once (batch = count), each chunk with its 64 samples of left context and 64
+    /// reflected samples on the right.
+    fn encode(
+        &self,
+        pcm: &[f32],
+        first: usize,
+        count: usize,
+    ) -> candle_core::Result<Vec<Vec<f32>>> {
+        let device = Device::Cpu;
+        let mut frames = Vec::with_capacity(count * (CONTEXT + CHUNK + CONTEXT));
+        for c in first..first + count {
             let start = c * CHUNK;
             let sample = |i: isize| -> f32 {
                 usize::try_from(i)
@@ -124,7 +178,7 @@ impl SileroVad {
             }
             frames.extend_from_slice(&window);
         }
-        let x = Tensor::from_vec(frames, (chunks, 1, CONTEXT + CHUNK + CONTEXT), &device)?;
+        let x = Tensor::from_vec(frames, (count, 1, CONTEXT + CHUNK + CONTEXT), &device)?;
         let spec = x.conv1d(&self.stft, 0, 128, 1, 1)?; // (B, 258, 4)
         let real = spec.narrow(1, 0, 129)?;
         let imag = spec.narrow(1, 129, 129)?;
@@ -134,48 +188,7 @@ impl SileroVad {
         }
         let features = h.squeeze(D::Minus1)?; // (B, 128)
         let gates_in = features.matmul(&self.w_ih)?.broadcast_add(&self.bias)?; // (B, 512)
-        let gates_in = gates_in.to_vec2::<f32>()?;
-        let w_hh = self.w_hh.to_vec2::<f32>()?; // (128, 512)
-        // The LSTM is sequential and tiny (128 units): plain loops beat tensor round trips.
-        let mut hidden = vec![0f32; HIDDEN];
-        let mut cell = vec![0f32; HIDDEN];
-        let mut outputs = Vec::with_capacity(chunks);
-        let sigmoid = |v: f32| 1.0 / (1.0 + (-v).exp());
-        let out_w = self.out.weight().flatten_all()?.to_vec1::<f32>()?;
-        let out_b = self
-            .out
-            .bias()
-            .map(|b| b.to_vec1::<f32>())
-            .transpose()?
-            .and_then(|b| b.first().copied())
-            .unwrap_or(0.0);
-        for g_in in &gates_in {
-            let mut gates = g_in.clone();
-            for (j, hj) in hidden.iter().enumerate() {
-                if *hj != 0.0 {
-                    for (g, w) in gates.iter_mut().zip(&w_hh[j]) {
-                        *g += hj * w;
-                    }
-                }
-            }
-            // PyTorch order: input, forget, cell, output.
-            for u in 0..HIDDEN {
-                let i = sigmoid(gates[u]);
-                let f = sigmoid(gates[HIDDEN + u]);
-                let g = gates[2 * HIDDEN + u].tanh();
-                let o = sigmoid(gates[3 * HIDDEN + u]);
-                cell[u] = f * cell[u] + i * g;
-                hidden[u] = o * cell[u].tanh();
-            }
-            let logit: f32 = hidden
-                .iter()
-                .zip(&out_w)
-                .map(|(h, w)| h.max(0.0) * w)
-                .sum::<f32>()
-                + out_b;
-            outputs.push(sigmoid(logit));
-        }
-        Ok(outputs)
+        gates_in.to_vec2::<f32>()
     }
 }
 
