@@ -95,6 +95,19 @@ async fn a_burst_at_ten_seconds_moves_nothing_before_second_ten() {
             // Stimulus time: the response shows at the burst's own second.
             let s = series(&out, SOMATOMOTOR);
             assert!((s[10] - s[1]).abs() > 0.05, "{s:?}");
+            // And the built-in moments plugin, on the lens series, places nothing before it.
+            let (runtime, clip, lenses) = lens_series(&out).await;
+            let moments = builtin(&runtime, "moments_standard.wasm");
+            let (detection, _) = runtime
+                .detect(&moments, &clip, &lenses)
+                .await
+                .expect("moments");
+            let seconds: Vec<u32> = detection.moments.iter().map(|m| m.second).collect();
+            eprintln!("moments of the burst clip at seconds {seconds:?}");
+            assert!(
+                seconds.iter().all(|s| *s >= 10),
+                "a moment before the burst: {seconds:?}"
+            );
         } else {
             // BOLD time: the response peaks about 5 s after the burst.
             let s = series(&out, SOMATOMOTOR);
@@ -258,22 +271,42 @@ fn the_semantic_axes_separate_their_anchor_kinds_from_neutral_text() {
     }
 }
 
-/// Per-lens clip means from the built-in lens plugin on a clip's networks.
-async fn lens_means(out: &QualiaOutput) -> std::collections::BTreeMap<String, f64> {
-    use brainscan::plugins::{PluginRuntime, defaults::DEFAULTS};
-    let runtime = PluginRuntime::new(brainscan::config::PluginConfig::defaults(), None)
-        .expect("plugin runtime");
-    let (_, bytes) = DEFAULTS
-        .iter()
-        .find(|(f, _)| *f == "lens_standard.wasm")
-        .expect("built-in lens plugin");
-    let plugin = std::sync::Arc::new(runtime.load(bytes, "builtin").expect("load"));
+/// The built-in lens plugin's series for a clip's networks, and the runtime and clip they came
+/// from.
+async fn lens_series(
+    out: &QualiaOutput,
+) -> (
+    std::sync::Arc<brainscan::plugins::PluginRuntime>,
+    brainscan::plugins::bindings::ClipData,
+    Vec<brainscan::plugins::bindings::wit::LensSeries>,
+) {
+    let runtime =
+        brainscan::plugins::PluginRuntime::new(brainscan::config::PluginConfig::defaults(), None)
+            .expect("plugin runtime");
+    let plugin = builtin(&runtime, "lens_standard.wasm");
     let lenses = plugin.manifest.provides.clone();
     let clip = brainscan::analysis::clip_of(out);
     let (series, _) = runtime
         .score(&plugin, &clip, &lenses)
         .await
         .expect("lens scores");
+    (runtime, clip, series)
+}
+
+fn builtin(
+    runtime: &brainscan::plugins::PluginRuntime,
+    file: &str,
+) -> std::sync::Arc<brainscan::plugins::runtime::LoadedPlugin> {
+    let (_, bytes) = brainscan::plugins::defaults::DEFAULTS
+        .iter()
+        .find(|(f, _)| *f == file)
+        .expect("built-in plugin");
+    std::sync::Arc::new(runtime.load(bytes, "builtin").expect("load"))
+}
+
+/// Per-lens clip means from the built-in lens plugin on a clip's networks.
+async fn lens_means(out: &QualiaOutput) -> std::collections::BTreeMap<String, f64> {
+    let (_, _, series) = lens_series(out).await;
     series
         .into_iter()
         .map(|s| {
