@@ -16,6 +16,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod embed;
+pub mod grounding;
 pub mod ids;
 pub mod inference;
 pub mod intelligence;

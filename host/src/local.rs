@@ -104,7 +104,7 @@ pub enum ModelCommand {
         corpus: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
-        #[arg(long, default_value = "2.0.0")]
+        #[arg(long, default_value = "2.1.0")]
         version: String,
         /// Model format: 2 (v2 features, the default) or 1 (v1 features).
         #[arg(long, default_value_t = 2)]
@@ -112,6 +112,9 @@ pub enum ModelCommand {
         /// Where the sentence embedder is (v2 builds its semantic axes with it).
         #[arg(long, env = "BRAINSCAN_MODELS_DIR", default_value_os_t = crate::config::default_models_dir())]
         models_dir: PathBuf,
+        /// The Neurosynth network-profile table v2's weights come from (`model profiles`).
+        #[arg(long, default_value_os_t = crate::grounding::neurosynth::ProfileTable::committed_path())]
+        profiles: PathBuf,
     },
     /// Build the benchmark table (`benchmark.json`): run the model and the built-in lens
     /// plugin on every media file in DIR and store quantiles of each lens's per-second scores.
@@ -125,6 +128,48 @@ pub enum ModelCommand {
         /// A sentence about the corpus, stored in the table.
         #[arg(long, default_value = "")]
         note: String,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// Derive each stimulus construct's network profile from the Neurosynth v7 database (log
+    /// odds per network with a study-bootstrap interval) and write the table the v2 prior is
+    /// built from (`models/qualia/v2/grounding/network-profiles.json`).
+    Profiles {
+        /// The reference data folder (holds `neurosynth-v7/`).
+        #[arg(long, env = "BRAINSCAN_REFERENCE_DATA")]
+        data: Option<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Evaluate a model against measured brain series: zero-shot r per target, ridge toward the
+    /// prior with nested cross-validation (held-out r), loudness-only and word-rate-only
+    /// baselines, and a leave-one-subject-out noise ceiling when subject targets are given.
+    Eval {
+        /// Raw per-second features of the stimulus (`brainscan features` CSV).
+        #[arg(long)]
+        features: PathBuf,
+        /// Group targets: `second,duration,LABEL@Network,...` (duration may be left out).
+        #[arg(long)]
+        targets: PathBuf,
+        /// Subject-level targets with the same rows and columns (repeat), for the ceiling.
+        #[arg(long = "subject")]
+        subjects: Vec<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// The pre-registered Alice check (models/qualia/v2/EVALUATION-PLAN.md): build the stimulus
+    /// proxy from the word alignment, analyse it, and evaluate against the first half of the
+    /// group-average ROI series. Writes the proxy, features, targets and `report.json` to OUT.
+    Alice {
+        #[arg(long, env = "BRAINSCAN_REFERENCE_DATA")]
+        data: Option<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         model: ModelArgs,
     },
@@ -483,6 +528,7 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
             version,
             format,
             models_dir,
+            profiles,
         } => {
             let list = match format {
                 1 => prior::v1_list(),
@@ -530,6 +576,7 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
                     axes,
                     &embedder.model_id,
                     serde_json::json!(listed),
+                    &crate::grounding::neurosynth::ProfileTable::load(&profiles)?,
                 )
             } else {
                 let (mean, std) = prior::corpus_stats(&clips, &list, &prior::absent_values());
@@ -543,6 +590,86 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
                 corpus.len()
             );
             Ok(())
+        }
+        ModelCommand::Profiles { data, out } => {
+            let data = reference_data(data)?;
+            let table = crate::grounding::neurosynth::build(&data)?;
+            let mut text = serde_json::to_string_pretty(&table)?;
+            text.push('\n');
+            if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(&out, text).with_context(|| format!("writing {}", out.display()))?;
+            print_profiles(&table);
+            println!("wrote {}", out.display());
+            Ok(())
+        }
+        ModelCommand::Eval {
+            features,
+            targets,
+            subjects,
+            json,
+            model,
+        } => {
+            let m = model.load()?;
+            let names: Vec<&str> = m.features.iter().map(String::as_str).collect();
+            let raw = fit::read_csv(&features, &names)?;
+            let flags = fit::read_csv(&features, &["has_video", "has_audio", "has_speech"])?;
+            let presence = Presence {
+                video: flags.first() == Some(&1.0),
+                audio: flags.get(1) == Some(&1.0),
+                speech: flags.get(2) == Some(&1.0),
+            };
+            let t = crate::grounding::evaluate::read_targets(&targets)?;
+            let subs = subjects
+                .iter()
+                .map(|p| crate::grounding::evaluate::read_targets(p))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let report = crate::grounding::evaluate::evaluate(&m, &raw, presence, &t, &subs)?;
+            print_report(&report, json)
+        }
+        ModelCommand::Alice {
+            data,
+            out,
+            json,
+            model,
+        } => {
+            use crate::grounding::alice;
+            let data = reference_data(data)?;
+            std::fs::create_dir_all(&out)?;
+            let proxy = alice::build_proxy(&data, &out, alice::PROXY_SECONDS)?;
+            let q = qualia(&model)?;
+            let analysed = analyse(
+                &q,
+                &proxy,
+                true,
+                TimeBase::Bold,
+                alice::PROXY_SECONDS as u32 + 1,
+            )
+            .await?;
+            let names: Vec<&str> = q.model.features.iter().map(String::as_str).collect();
+            let mut csv = Vec::new();
+            write_features_csv(&mut csv, &names, &analysed.features, analysed.modalities)?;
+            std::fs::write(out.join("features.csv"), csv)?;
+            let (group, subjects) = alice::targets(&data)?;
+            alice::write_targets(&out.join("targets.csv"), &group)?;
+            let presence = Presence {
+                video: analysed.modalities.video,
+                audio: analysed.modalities.audio,
+                speech: analysed.modalities.speech,
+            };
+            let report = crate::grounding::evaluate::evaluate(
+                &q.model,
+                &analysed.features,
+                presence,
+                &group,
+                &subjects,
+            )?;
+            std::fs::write(
+                out.join("report.json"),
+                serde_json::to_string_pretty(&report)?,
+            )?;
+            print_report(&report, json)
         }
         ModelCommand::Show { model } => {
             let m = model.load()?;
@@ -560,6 +687,79 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The reference data folder: the flag or `$BRAINSCAN_REFERENCE_DATA`, else `../shared/data`
+/// beside the repository.
+fn reference_data(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    flag.or_else(crate::grounding::reference_data_dir).context(
+        "no reference data: pass --data DIR or set BRAINSCAN_REFERENCE_DATA to the folder holding neurosynth-v7/ and alice-brennan2016/",
+    )
+}
+
+fn print_profiles(t: &crate::grounding::neurosynth::ProfileTable) {
+    println!(
+        "{:<16} {:>7} {:>7}  log odds per network ({}); * = 95% interval excludes 0",
+        "construct",
+        "studies",
+        "foci",
+        t.networks.join(", ")
+    );
+    for p in &t.profiles {
+        let cells: Vec<String> = (0..p.log_odds.len())
+            .map(|n| {
+                let star = if p.credible(n) != 0.0 { "*" } else { " " };
+                format!("{:>6.2}{star}", p.log_odds[n])
+            })
+            .collect();
+        println!(
+            "{:<16} {:>7} {:>7}  {}",
+            p.construct,
+            p.studies,
+            p.foci,
+            cells.join(" ")
+        );
+    }
+}
+
+fn print_report(r: &crate::grounding::evaluate::Report, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(r)?);
+        return Ok(());
+    }
+    println!("{} on {} rows (Pearson r)", r.model, r.rows);
+    let names: Vec<&str> = r.mean_baselines.iter().map(|b| b.0.as_str()).collect();
+    print!(
+        "{:<10} {:<18} {:>9} {:>9}",
+        "target", "network", "zero-shot", "fitted"
+    );
+    for n in &names {
+        print!(" {:>10}", format!("{n} only"));
+    }
+    println!(" {:>8}", "ceiling");
+    let ceiling = |c: Option<f64>| c.map_or("-".to_owned(), |c| format!("{c:.3}"));
+    for t in &r.targets {
+        print!(
+            "{:<10} {:<18} {:>9.3} {:>9.3}",
+            t.target, t.network, t.zero_shot_r, t.fitted_r
+        );
+        for b in &t.baselines {
+            print!(" {:>10.3}", b.1);
+        }
+        println!(" {:>8}", ceiling(t.ceiling));
+    }
+    print!(
+        "{:<10} {:<18} {:>9.3} {:>9.3}",
+        "mean", "", r.mean_zero_shot_r, r.mean_fitted_r
+    );
+    for b in &r.mean_baselines {
+        print!(" {:>10.3}", b.1);
+    }
+    println!(" {:>8}", ceiling(r.mean_ceiling));
+    println!(
+        "zero-shot: the model as shipped; fitted: ridge toward the prior, nested contiguous-block CV, held-out"
+    );
+    Ok(())
 }
 
 /// `brainscan model corpus`.

@@ -16,6 +16,7 @@ use nalgebra::{DMatrix, DVector};
 use super::model::{Model, NETWORK_COUNT, Presence, TimeBase};
 use super::prior;
 use super::reference::convolve;
+use crate::grounding::pearson;
 use crate::result::NETWORKS;
 
 pub const LAMBDAS: [f64; 8] = [1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4];
@@ -166,30 +167,19 @@ pub struct FitReport {
     pub folds: usize,
     /// Held-out Pearson r per network, in the spec's network order.
     pub heldout_r: Vec<(String, f64)>,
-    /// Mean held-out r for every λ tried.
+    /// Mean held-out r for every λ tried (CV over all folds, which picks the final λ).
     pub lambda_scores: Vec<(f64, f64)>,
+    /// The λ each outer fold's inner CV chose (nested CV).
+    pub outer_lambdas: Vec<f64>,
 }
 
-fn pearson(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len() as f64;
-    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for (x, y) in a.iter().zip(b) {
-        sab += (x - ma) * (y - mb);
-        saa += (x - ma).powi(2);
-        sbb += (y - mb).powi(2);
-    }
-    if saa <= 0.0 || sbb <= 0.0 {
-        0.0
-    } else {
-        sab / (saa * sbb).sqrt()
-    }
-}
-
-/// Ridge with an unpenalised intercept: returns (W `F x 7`, b `7`).
+/// Ridge toward prior weights `w0` (`F x 7`) with an unpenalised intercept: minimises
+/// ‖Y − 1b − XW‖² + λ‖W − W0‖² and returns (W `F x 7`, b `7`). With `w0 = 0` this is plain
+/// ridge; as λ grows the fit returns the prior, so little data moves the weights little.
 fn ridge(
     x: &DMatrix<f64>,
     y: &DMatrix<f64>,
+    w0: &DMatrix<f64>,
     lambda: f64,
 ) -> Result<(DMatrix<f64>, DVector<f64>), FitError> {
     let xm = x.row_mean();
@@ -209,9 +199,54 @@ fn ridge(
     let chol = gram
         .cholesky()
         .ok_or_else(|| FitError::Data("the regression is singular; add data or raise λ".into()))?;
-    let w = chol.solve(&(xc.transpose() * &yc));
+    let w = chol.solve(&(xc.transpose() * &yc + w0 * lambda));
     let b = ym.transpose() - (xm * &w).transpose();
     Ok((w, b))
+}
+
+/// Mean held-out r for each λ over the folds in `folds` (each fold held out in turn, trained on
+/// the others in `folds`); returns the best λ and every λ's score.
+fn choose_lambda(
+    x: &DMatrix<f64>,
+    y: &DMatrix<f64>,
+    w0: &DMatrix<f64>,
+    group: &[usize],
+    folds: &[usize],
+) -> Result<(f64, Vec<(f64, f64)>), FitError> {
+    let mut best: Option<(f64, f64)> = None;
+    let mut scores = Vec::new();
+    let rows: Vec<usize> = (0..group.len())
+        .filter(|i| folds.contains(&group[*i]))
+        .collect();
+    for &lambda in &LAMBDAS {
+        let mut pred = DMatrix::<f64>::zeros(rows.len(), NETWORK_COUNT);
+        for g in folds {
+            let train: Vec<usize> = rows.iter().copied().filter(|i| group[*i] != *g).collect();
+            if train.len() < 2 {
+                continue;
+            }
+            let (w, b) = ridge(
+                &x.select_rows(train.iter()),
+                &y.select_rows(train.iter()),
+                w0,
+                lambda,
+            )?;
+            for (j, i) in rows.iter().enumerate().filter(|(_, i)| group[**i] == *g) {
+                pred.set_row(j, &(x.row(*i) * &w + b.transpose()));
+            }
+        }
+        let truth = y.select_rows(rows.iter());
+        let mean_r = (0..NETWORK_COUNT)
+            .map(|n| pearson(pred.column(n).as_slice(), truth.column(n).as_slice()))
+            .sum::<f64>()
+            / NETWORK_COUNT as f64;
+        scores.push((lambda, mean_r));
+        if best.is_none_or(|b| mean_r > b.1) {
+            best = Some((lambda, mean_r));
+        }
+    }
+    let (lambda, _) = best.ok_or_else(|| FitError::Data("no λ could be evaluated".into()))?;
+    Ok((lambda, scores))
 }
 
 /// Fits a model on `runs`, starting from `base` for everything that is not fitted (sampling,
@@ -262,37 +297,35 @@ pub fn fit(runs: &[Run], base: &Model, version: &str) -> Result<(Model, FitRepor
     let x = DMatrix::from_row_slice(rows, f, &xs);
     let y = DMatrix::from_row_slice(rows, NETWORK_COUNT, &ys);
 
-    let subset = |m: &DMatrix<f64>, keep: &dyn Fn(usize) -> bool| {
-        let idx: Vec<usize> = (0..m.nrows()).filter(|i| keep(*i)).collect();
-        m.select_rows(idx.iter())
-    };
-    let mut best: Option<(f64, f64, Vec<f64>)> = None;
-    let mut scores = Vec::new();
-    for &lambda in &LAMBDAS {
-        let mut pred = DMatrix::<f64>::zeros(rows, NETWORK_COUNT);
-        for g in 0..folds {
-            let train = |i: usize| group[i] != g;
-            let xt = subset(&x, &train);
-            if xt.nrows() < 2 {
-                continue;
-            }
-            let (w, b) = ridge(&xt, &subset(&y, &train), lambda)?;
-            for i in (0..rows).filter(|i| group[*i] == g) {
-                let p = x.row(i) * &w + b.transpose();
-                pred.set_row(i, &p);
-            }
+    let w0 = DMatrix::from_fn(f, NETWORK_COUNT, |k, n| f64::from(base.weights[n * f + k]));
+    // Nested cross-validation: each outer fold's λ is chosen by CV on the other folds only, so
+    // the held-out r measures the whole procedure, λ choice included.
+    let mut pred = DMatrix::<f64>::zeros(rows, NETWORK_COUNT);
+    let mut chosen = Vec::with_capacity(folds);
+    for g in 0..folds {
+        let train: Vec<usize> = (0..folds).filter(|h| *h != g).collect();
+        if train.len() < 2 {
+            continue;
         }
-        let r: Vec<f64> = (0..NETWORK_COUNT)
-            .map(|n| pearson(pred.column(n).as_slice(), y.column(n).as_slice()))
-            .collect();
-        let mean_r = r.iter().sum::<f64>() / NETWORK_COUNT as f64;
-        scores.push((lambda, mean_r));
-        if best.as_ref().is_none_or(|b| mean_r > b.1) {
-            best = Some((lambda, mean_r, r));
+        let (lambda, _) = choose_lambda(&x, &y, &w0, &group, &train)?;
+        let idx: Vec<usize> = (0..rows).filter(|i| group[*i] != g).collect();
+        let (w, b) = ridge(
+            &x.select_rows(idx.iter()),
+            &y.select_rows(idx.iter()),
+            &w0,
+            lambda,
+        )?;
+        for i in (0..rows).filter(|i| group[*i] == g) {
+            pred.set_row(i, &(x.row(i) * &w + b.transpose()));
         }
+        chosen.push(lambda);
     }
-    let (lambda, _, r) = best.ok_or_else(|| FitError::Data("no λ could be evaluated".into()))?;
-    let (w, b) = ridge(&x, &y, lambda)?;
+    let r: Vec<f64> = (0..NETWORK_COUNT)
+        .map(|n| pearson(pred.column(n).as_slice(), y.column(n).as_slice()))
+        .collect();
+    let all: Vec<usize> = (0..folds).collect();
+    let (lambda, scores) = choose_lambda(&x, &y, &w0, &group, &all)?;
+    let (w, b) = ridge(&x, &y, &w0, lambda)?;
 
     let mut model = base.clone();
     model.mean = mean;
@@ -309,12 +342,20 @@ pub fn fit(runs: &[Run], base: &Model, version: &str) -> Result<(Model, FitRepor
         folds,
         heldout_r: NETWORKS.iter().map(|s| (*s).to_owned()).zip(r).collect(),
         lambda_scores: scores,
+        outer_lambdas: chosen,
     };
     let mut provenance = BTreeMap::new();
-    provenance.insert("source".into(), serde_json::json!("fit"));
+    provenance.insert(
+        "source".into(),
+        serde_json::json!(if base.weights.iter().any(|w| *w != 0.0) {
+            "prior+fitted"
+        } else {
+            "fitted"
+        }),
+    );
     provenance.insert(
         "summary".into(),
-        serde_json::json!("Weights fitted by cross-validated ridge regression with `brainscan model fit`; statistics from the training features."),
+        serde_json::json!("Weights fitted by ridge regression toward the base model's prior weights (λ by nested cross-validation) with `brainscan model fit`; statistics from the training features."),
     );
     provenance.insert(
         "fit".into(),

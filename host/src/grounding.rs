@@ -1,0 +1,86 @@
+//! Evidence for the qualia model from data that is independent of its weights.
+//!
+//! - [`neurosynth`]: each stimulus construct's expected profile over the seven networks, derived
+//!   from the Neurosynth v7 coordinate database (the source of v2's prior weights and of the
+//!   default lens definitions).
+//! - [`alice`]: the Brennan et al. (2016) "Alice" fMRI set: a stimulus proxy built from its word
+//!   alignment, the group-average ROI targets and their noise ceiling.
+//! - [`evaluate`]: held-out correlation, baselines and ceilings, and the ridge-toward-the-prior
+//!   fit with nested cross-validation.
+//!
+//! The reference data is read from `$BRAINSCAN_REFERENCE_DATA`, else `../shared/data` beside the
+//! repository (see [`reference_data_dir`]). Every file is treated as untrusted: sizes are
+//! bounded and malformed rows fail with the file and line named.
+
+pub mod alice;
+pub mod evaluate;
+pub mod neurosynth;
+
+use std::path::{Path, PathBuf};
+
+/// Where the reference data lives: `$BRAINSCAN_REFERENCE_DATA`, else `../shared/data` relative
+/// to the repository root (the layout the project is developed in), else `None`.
+#[must_use]
+pub fn reference_data_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("BRAINSCAN_REFERENCE_DATA") {
+        return Some(PathBuf::from(dir));
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+    let beside = repo.parent()?.join("shared").join("data");
+    beside.is_dir().then_some(beside)
+}
+
+/// Reads a file of at most `max` bytes.
+///
+/// # Errors
+/// The file is missing, unreadable or larger than `max`.
+pub fn read_bounded(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context;
+    let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
+    anyhow::ensure!(
+        meta.len() <= max,
+        "{} is {} bytes; at most {max} are accepted",
+        path.display(),
+        meta.len()
+    );
+    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// `sha256:<hex>` of a file's bytes (recorded as provenance of derived tables).
+#[must_use]
+pub fn sha256(bytes: &[u8]) -> String {
+    crate::inference::model::checksum(bytes)
+}
+
+/// Pearson correlation; 0 when either series is constant.
+#[must_use]
+pub fn pearson(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len().min(b.len());
+    if n < 2 {
+        return 0.0;
+    }
+    let (a, b) = (&a[..n], &b[..n]);
+    let ma = a.iter().sum::<f64>() / n as f64;
+    let mb = b.iter().sum::<f64>() / n as f64;
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for (x, y) in a.iter().zip(b) {
+        sab += (x - ma) * (y - mb);
+        saa += (x - ma).powi(2);
+        sbb += (y - mb).powi(2);
+    }
+    if saa <= 0.0 || sbb <= 0.0 {
+        0.0
+    } else {
+        sab / (saa * sbb).sqrt()
+    }
+}
+
+/// z-scores a series in place (mean 0, population SD 1; constant series become 0).
+pub fn zscore(v: &mut [f64]) {
+    let n = v.len().max(1) as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let sd = (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n).sqrt();
+    for x in v.iter_mut() {
+        *x = if sd > 0.0 { (*x - m) / sd } else { 0.0 };
+    }
+}

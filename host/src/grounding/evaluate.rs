@@ -1,0 +1,478 @@
+//! Evaluating a model against measured brain series: zero-shot correlation, single-feature
+//! baselines, the ridge-toward-the-prior fit with nested cross-validation, and the
+//! leave-one-subject-out noise ceiling.
+//!
+//! Targets may be sampled more coarsely than the model's one-second grid (fMRI volumes): each
+//! target row names its start second and duration, and the model's BOLD-time prediction (and
+//! the design matrix) is averaged over that span.
+
+use std::path::Path;
+
+use anyhow::{Context, bail, ensure};
+use nalgebra::{DMatrix, DVector};
+use serde::Serialize;
+
+use crate::grounding::{pearson, zscore};
+use crate::inference::model::{Model, NETWORK_COUNT, Presence, TimeBase};
+use crate::result::NETWORKS;
+
+/// λ grid for ridge toward the prior (features are z-scored and convolved, so λ is in rows).
+pub const LAMBDAS: [f64; 8] = [1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0];
+/// Outer folds of the nested cross-validation: contiguous blocks.
+pub const OUTER_FOLDS: usize = 5;
+/// Inner folds (within each outer training set) that choose λ.
+pub const INNER_FOLDS: usize = 4;
+/// Rows dropped on each side of a test block, so the response kernel cannot carry the test
+/// block's stimulus into training rows (5 volumes = 10 s at TR 2 s).
+pub const GAP_ROWS: usize = 5;
+/// Largest targets file accepted.
+const MAX_TARGET_BYTES: u64 = 16 << 20;
+
+/// Measured series to predict: one column per target, each tied to a network.
+#[derive(Debug, Clone)]
+pub struct Targets {
+    /// `(label, network index)` per column.
+    pub columns: Vec<(String, usize)>,
+    /// Per row: start second and duration in seconds.
+    pub spans: Vec<(usize, usize)>,
+    /// `rows x columns`.
+    pub values: Vec<Vec<f64>>,
+}
+
+/// Parses a targets CSV: a header `second,duration,<label>@<Network>,…` (a column named just
+/// by a network maps to itself; `duration` may be left out for one-second rows), then numbers.
+///
+/// # Errors
+/// Unknown networks, ragged or non-numeric rows, an oversized file.
+pub fn read_targets(path: &Path) -> anyhow::Result<Targets> {
+    let bytes = crate::grounding::read_bounded(path, MAX_TARGET_BYTES)?;
+    let text =
+        String::from_utf8(bytes).with_context(|| format!("{}: not UTF-8", path.display()))?;
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<&str> = lines
+        .next()
+        .with_context(|| format!("{}: empty", path.display()))?
+        .split(',')
+        .map(str::trim)
+        .collect();
+    ensure!(
+        header.first() == Some(&"second"),
+        "{}: the first column must be `second`",
+        path.display()
+    );
+    let has_duration = header.get(1) == Some(&"duration");
+    let first = if has_duration { 2 } else { 1 };
+    let mut columns = Vec::new();
+    for name in &header[first..] {
+        let (label, network) = name.rsplit_once('@').unwrap_or((name, name));
+        let n = NETWORKS
+            .iter()
+            .position(|x| *x == network)
+            .with_context(|| {
+                format!(
+                    "{}: column `{name}` names no network (use LABEL@Network with one of {})",
+                    path.display(),
+                    NETWORKS.join(", ")
+                )
+            })?;
+        columns.push((label.to_owned(), n));
+    }
+    ensure!(!columns.is_empty(), "{}: no target columns", path.display());
+    let (mut spans, mut values) = (Vec::new(), Vec::new());
+    for (i, line) in lines.enumerate() {
+        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+        ensure!(
+            cells.len() == header.len(),
+            "{} row {}: {} cells, the header has {}",
+            path.display(),
+            i + 2,
+            cells.len(),
+            header.len()
+        );
+        let num = |s: &str| -> anyhow::Result<f64> {
+            let v: f64 = s.parse().with_context(|| {
+                format!("{} row {}: `{s}` is not a number", path.display(), i + 2)
+            })?;
+            ensure!(
+                v.is_finite(),
+                "{} row {}: not finite",
+                path.display(),
+                i + 2
+            );
+            Ok(v)
+        };
+        let second = num(cells[0])?;
+        let duration = if has_duration { num(cells[1])? } else { 1.0 };
+        ensure!(
+            second >= 0.0
+                && second.fract() == 0.0
+                && (1.0..=60.0).contains(&duration)
+                && duration.fract() == 0.0,
+            "{} row {}: second and duration must be whole seconds (duration 1-60)",
+            path.display(),
+            i + 2
+        );
+        spans.push((second as usize, duration as usize));
+        values.push(
+            cells[first..]
+                .iter()
+                .map(|c| num(c))
+                .collect::<anyhow::Result<Vec<_>>>()?,
+        );
+    }
+    ensure!(
+        values.len() >= 20,
+        "{}: at least 20 rows are needed",
+        path.display()
+    );
+    Ok(Targets {
+        columns,
+        spans,
+        values,
+    })
+}
+
+impl Targets {
+    fn column(&self, c: usize) -> Vec<f64> {
+        self.values.iter().map(|r| r[c]).collect()
+    }
+}
+
+/// The model's view of a clip, averaged over each target span: the design matrix (z-scored,
+/// response-convolved features, BOLD time) and the model's network prediction.
+pub struct Design {
+    pub x: DMatrix<f64>,
+    pub prediction: DMatrix<f64>,
+}
+
+/// Builds the [`Design`] from a clip's raw per-second features.
+///
+/// # Errors
+/// A target span reaches past the features.
+pub fn design(
+    model: &Model,
+    raw: &[f32],
+    presence: Presence,
+    spans: &[(usize, usize)],
+) -> anyhow::Result<Design> {
+    let f = model.features.len();
+    let seconds = raw.len() / f;
+    let (_, r, y) = crate::inference::reference::response(raw, model, presence, TimeBase::Bold);
+    let mut x = DMatrix::zeros(spans.len(), f);
+    let mut p = DMatrix::zeros(spans.len(), NETWORK_COUNT);
+    for (row, (start, duration)) in spans.iter().enumerate() {
+        ensure!(
+            start + duration <= seconds,
+            "a target row covers seconds {start}..{}, the features end at {seconds}",
+            start + duration
+        );
+        for s in *start..start + duration {
+            for k in 0..f {
+                x[(row, k)] += f64::from(r[s * f + k]) / *duration as f64;
+            }
+            for n in 0..NETWORK_COUNT {
+                p[(row, n)] += f64::from(y[s * NETWORK_COUNT + n]) / *duration as f64;
+            }
+        }
+    }
+    Ok(Design { x, prediction: p })
+}
+
+/// Ridge toward `w0` with an unpenalised intercept: minimises ‖y − b − Xw‖² + λ‖w − w0‖².
+///
+/// # Errors
+/// A singular system.
+pub fn ridge_to_prior(
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    w0: &DVector<f64>,
+    lambda: f64,
+) -> anyhow::Result<(DVector<f64>, f64)> {
+    let xm = x.row_mean();
+    let ym = y.mean();
+    let mut xc = x.clone();
+    for mut r in xc.row_iter_mut() {
+        r -= &xm;
+    }
+    let yc = y.add_scalar(-ym);
+    let mut gram = xc.transpose() * &xc;
+    for i in 0..gram.nrows() {
+        gram[(i, i)] += lambda;
+    }
+    let chol = gram
+        .cholesky()
+        .context("the regression is singular; add data or raise λ")?;
+    let w = chol.solve(&(xc.transpose() * &yc + w0 * lambda));
+    let b = ym - (xm * &w)[(0, 0)];
+    Ok((w, b))
+}
+
+/// Contiguous blocks: the fold of each row.
+fn blocks(rows: usize, folds: usize) -> Vec<usize> {
+    (0..rows).map(|i| i * folds / rows).collect()
+}
+
+/// Training rows for held-out block `fold`: every row of another block, at least `gap` rows away
+/// from the test block.
+fn train_rows(fold_of: &[usize], fold: usize, gap: usize) -> Vec<usize> {
+    let test: Vec<usize> = (0..fold_of.len()).filter(|i| fold_of[*i] == fold).collect();
+    let (lo, hi) = (test[0], test[test.len() - 1]);
+    (0..fold_of.len())
+        .filter(|i| fold_of[*i] != fold && (*i + gap < lo || *i > hi + gap))
+        .collect()
+}
+
+/// The prior's direction with its gain fitted on the training rows (one least-squares scale,
+/// floored at 0): the fit then shrinks toward the prior's *pattern* whatever the target's unit.
+fn scaled_prior(x: &DMatrix<f64>, y: &DVector<f64>, w0: &DVector<f64>) -> DVector<f64> {
+    let p: Vec<f64> = (x * w0).iter().copied().collect();
+    let ys: Vec<f64> = y.iter().copied().collect();
+    let n = p.len() as f64;
+    let (mp, my) = (p.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
+    let cov: f64 = p.iter().zip(&ys).map(|(a, b)| (a - mp) * (b - my)).sum();
+    let var: f64 = p.iter().map(|a| (a - mp).powi(2)).sum();
+    let gain = if var > 0.0 { (cov / var).max(0.0) } else { 0.0 };
+    w0 * gain
+}
+
+/// Chooses λ by contiguous-block cross-validation on `rows` (mean held-out r).
+fn choose_lambda(
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    w0: &DVector<f64>,
+    rows: &[usize],
+    folds: usize,
+    gap: usize,
+) -> anyhow::Result<f64> {
+    let xs = x.select_rows(rows.iter());
+    let ys = DVector::from_iterator(rows.len(), rows.iter().map(|i| y[*i]));
+    let fold_of = blocks(rows.len(), folds);
+    let mut best = (LAMBDAS[LAMBDAS.len() - 1], f64::NEG_INFINITY);
+    for &lambda in &LAMBDAS {
+        let mut score = 0.0;
+        for fold in 0..folds {
+            let train = train_rows(&fold_of, fold, gap);
+            let test: Vec<usize> = (0..rows.len()).filter(|i| fold_of[*i] == fold).collect();
+            let (xt, yt) = (
+                xs.select_rows(train.iter()),
+                DVector::from_iterator(train.len(), train.iter().map(|i| ys[*i])),
+            );
+            let prior = scaled_prior(&xt, &yt, w0);
+            let (w, b) = ridge_to_prior(&xt, &yt, &prior, lambda)?;
+            let pred: Vec<f64> = test.iter().map(|i| (xs.row(*i) * &w)[(0, 0)] + b).collect();
+            let truth: Vec<f64> = test.iter().map(|i| ys[*i]).collect();
+            score += pearson(&pred, &truth) / folds as f64;
+        }
+        if score > best.1 {
+            best = (lambda, score);
+        }
+    }
+    Ok(best.0)
+}
+
+/// Nested cross-validation of ridge toward the prior: held-out predictions for every row (outer
+/// contiguous blocks with gaps; λ chosen by inner CV inside each outer training set), and the λ
+/// each outer fold chose.
+///
+/// # Errors
+/// Too few rows for the folds, singular systems.
+pub fn nested_fit(
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    w0: &DVector<f64>,
+) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
+    let rows = x.nrows();
+    ensure!(
+        rows >= OUTER_FOLDS * (INNER_FOLDS + 2 * GAP_ROWS),
+        "{rows} rows are too few for {OUTER_FOLDS} x {INNER_FOLDS} nested folds"
+    );
+    let fold_of = blocks(rows, OUTER_FOLDS);
+    let mut pred = vec![0.0; rows];
+    let mut lambdas = Vec::new();
+    for fold in 0..OUTER_FOLDS {
+        let train = train_rows(&fold_of, fold, GAP_ROWS);
+        let lambda = choose_lambda(x, y, w0, &train, INNER_FOLDS, GAP_ROWS)?;
+        let xt = x.select_rows(train.iter());
+        let yt = DVector::from_iterator(train.len(), train.iter().map(|i| y[*i]));
+        let prior = scaled_prior(&xt, &yt, w0);
+        let (w, b) = ridge_to_prior(&xt, &yt, &prior, lambda)?;
+        for i in (0..rows).filter(|i| fold_of[*i] == fold) {
+            pred[i] = (x.row(i) * &w)[(0, 0)] + b;
+        }
+        lambdas.push(lambda);
+    }
+    Ok((pred, lambdas))
+}
+
+/// One target's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetReport {
+    pub target: String,
+    pub network: String,
+    /// The model as shipped, nothing fitted on these data.
+    pub zero_shot_r: f64,
+    /// Ridge toward the prior, nested CV, held-out.
+    pub fitted_r: f64,
+    pub fitted_lambdas: Vec<f64>,
+    /// Single-feature baselines (HRF-convolved like the model), by feature name.
+    pub baselines: Vec<(String, f64)>,
+    /// Leave-one-subject-out ISC, when subject-level targets were given.
+    pub ceiling: Option<f64>,
+}
+
+/// The whole evaluation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub model: String,
+    pub rows: usize,
+    pub targets: Vec<TargetReport>,
+    pub mean_zero_shot_r: f64,
+    pub mean_fitted_r: f64,
+    pub mean_baselines: Vec<(String, f64)>,
+    pub mean_ceiling: Option<f64>,
+}
+
+/// Features the baselines are built from, when the model has them.
+pub const BASELINES: [&str; 2] = ["loudness", "word_rate"];
+
+/// Leave-one-subject-out ISC of one column: each subject's z-scored series against the mean of
+/// the others', averaged over subjects.
+#[must_use]
+pub fn loso_isc(subjects: &[Vec<f64>]) -> f64 {
+    let n = subjects.len();
+    if n < 3 {
+        return f64::NAN;
+    }
+    let rows = subjects[0].len();
+    let z: Vec<Vec<f64>> = subjects
+        .iter()
+        .map(|s| {
+            let mut v = s.clone();
+            zscore(&mut v);
+            v
+        })
+        .collect();
+    let mut total = 0.0;
+    for i in 0..n {
+        let others: Vec<f64> = (0..rows)
+            .map(|t| (0..n).filter(|j| *j != i).map(|j| z[j][t]).sum::<f64>() / (n - 1) as f64)
+            .collect();
+        total += pearson(&z[i], &others);
+    }
+    total / n as f64
+}
+
+/// Evaluates `model` on one clip's raw features against `targets` (and, for the ceiling,
+/// subject-level targets with the same columns and rows).
+///
+/// # Errors
+/// Mismatched inputs, too few rows, singular fits.
+pub fn evaluate(
+    model: &Model,
+    raw: &[f32],
+    presence: Presence,
+    targets: &Targets,
+    subjects: &[Targets],
+) -> anyhow::Result<Report> {
+    let d = design(model, raw, presence, &targets.spans)?;
+    let f = model.features.len();
+    for s in subjects {
+        if s.spans != targets.spans || s.columns != targets.columns {
+            bail!("subject-level targets must have the group targets' rows and columns");
+        }
+    }
+    let mut reports = Vec::new();
+    for (c, (label, network)) in targets.columns.iter().enumerate() {
+        let y = targets.column(c);
+        let zero: Vec<f64> = d.prediction.column(*network).iter().copied().collect();
+        let w0 =
+            DVector::from_iterator(f, (0..f).map(|k| f64::from(model.weights[network * f + k])));
+        let (pred, lambdas) = nested_fit(&d.x, &DVector::from_vec(y.clone()), &w0)?;
+        let baselines = BASELINES
+            .iter()
+            .filter_map(|name| {
+                let k = model.features.iter().position(|x| x == name)?;
+                let col: Vec<f64> = d.x.column(k).iter().copied().collect();
+                Some(((*name).to_owned(), pearson(&col, &y)))
+            })
+            .collect();
+        let ceiling = (!subjects.is_empty())
+            .then(|| loso_isc(&subjects.iter().map(|s| s.column(c)).collect::<Vec<_>>()));
+        reports.push(TargetReport {
+            target: label.clone(),
+            network: NETWORKS[*network].to_owned(),
+            zero_shot_r: pearson(&zero, &y),
+            fitted_r: pearson(&pred, &y),
+            fitted_lambdas: lambdas,
+            baselines,
+            ceiling,
+        });
+    }
+    let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let mean_baselines = BASELINES
+        .iter()
+        .filter(|name| model.features.iter().any(|x| x == *name))
+        .map(|name| {
+            let v = reports
+                .iter()
+                .filter_map(|r| r.baselines.iter().find(|b| b.0 == *name).map(|b| b.1))
+                .collect();
+            ((*name).to_owned(), mean(v))
+        })
+        .collect();
+    Ok(Report {
+        model: model.id(),
+        rows: targets.values.len(),
+        mean_zero_shot_r: mean(reports.iter().map(|r| r.zero_shot_r).collect()),
+        mean_fitted_r: mean(reports.iter().map(|r| r.fitted_r).collect()),
+        mean_ceiling: (!subjects.is_empty())
+            .then(|| mean(reports.iter().filter_map(|r| r.ceiling).collect())),
+        mean_baselines,
+        targets: reports,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ridge_to_prior_returns_the_prior_when_lambda_dominates_and_ols_when_it_vanishes() {
+        let x = DMatrix::from_fn(50, 2, |i, k| ((i * (k + 3)) % 7) as f64 - 3.0);
+        let truth = DVector::from_vec(vec![1.0, -2.0]);
+        let y = &x * &truth;
+        let w0 = DVector::from_vec(vec![5.0, 5.0]);
+        let (w, _) = ridge_to_prior(&x, &y, &w0, 1e9).expect("ridge");
+        assert!(
+            (w[0] - 5.0).abs() < 1e-3 && (w[1] - 5.0).abs() < 1e-3,
+            "{w}"
+        );
+        let (w, _) = ridge_to_prior(&x, &y, &w0, 1e-9).expect("ridge");
+        assert!(
+            (w[0] - 1.0).abs() < 1e-6 && (w[1] + 2.0).abs() < 1e-6,
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn training_rows_keep_a_gap_around_the_test_block() {
+        let fold_of = blocks(100, 5);
+        let train = train_rows(&fold_of, 2, 5);
+        assert!(train.iter().all(|i| *i < 35 || *i >= 65), "{train:?}");
+        assert_eq!(train.len(), 70);
+    }
+
+    #[test]
+    fn isc_of_identical_subjects_is_one_and_of_noise_is_near_zero() {
+        let s: Vec<f64> = (0..100).map(|i| (f64::from(i) * 0.3).sin()).collect();
+        assert!((loso_isc(&[s.clone(), s.clone(), s.clone()]) - 1.0).abs() < 1e-9);
+        let noise: Vec<Vec<f64>> = (0..5u64)
+            .map(|k| {
+                (0..100u64)
+                    .map(|i| (((i * 7919 + k * 104_729) % 1000) as f64).sin())
+                    .collect()
+            })
+            .collect();
+        assert!(loso_isc(&noise).abs() < 0.3);
+    }
+}
