@@ -154,6 +154,7 @@ pub fn model_provenance(model: &crate::inference::Model, q: &QualiaOutput) -> se
         "format": model.format(),
         "source": p.get("source").cloned().unwrap_or(serde_json::Value::Null),
         "summary": p.get("summary").cloned().unwrap_or(serde_json::Value::Null),
+        "evaluation": p.get("evaluation").cloned().unwrap_or(serde_json::Value::Null),
         "time_base": q.time_base,
         "modalities": q.modalities,
         "model_card": format!("models/qualia/v{}/README.md", model.format()),

@@ -34,7 +34,7 @@ fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {
         "--json",
     ])))
     .expect("json");
-    assert_eq!(doc["model"], "qualia-2.0.0");
+    assert_eq!(doc["model"], "qualia-2.1.0");
     assert_eq!(doc["time_base"], "stimulus");
     assert_eq!(doc["seconds"], 6);
     assert_eq!(doc["modalities"]["video"], true);
@@ -44,7 +44,7 @@ fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {
         assert!(rows[3][name].as_f64().expect(name).is_finite());
     }
     let table = ok(&brainscan(&["scan", clip.to_str().expect("utf8")]));
-    assert!(table.contains("qualia-2.0.0"), "{table}");
+    assert!(table.contains("qualia-2.1.0"), "{table}");
     assert_eq!(table.lines().count(), 2 + 6, "{table}");
 }
 
@@ -122,7 +122,8 @@ fn features_prints_a_csv_that_model_fit_reads_back() {
     assert!(report.contains("held-out Pearson r"), "{report}");
     let fitted = Model::load(&out).expect("the fitted folder loads");
     assert_eq!(fitted.id(), "qualia-trial-1");
-    assert_eq!(fitted.manifest.provenance["source"], "fit");
+    // Fitted from a prior model (v1 has hand-set weights): ridge shrank toward them.
+    assert_eq!(fitted.manifest.provenance["source"], "prior+fitted");
     // Scanning with the fitted model records its version.
     let doc: serde_json::Value = serde_json::from_str(&ok(&brainscan(&[
         "scan",

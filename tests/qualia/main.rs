@@ -4,6 +4,7 @@
 
 mod battery;
 mod cli;
+mod grounding;
 mod parity;
 mod robustness;
 mod shaders;

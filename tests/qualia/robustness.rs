@@ -4,8 +4,7 @@ use brainscan::inference::QualiaError;
 use brainscan::media::probe::ProbeInfo;
 
 use crate::support::{
-    DEFAULT_MODE, SOMATOMOTOR, VENTRAL, analyse, analyse_with, ffmpeg, mean, qualia, qualia_v1,
-    real_media, series,
+    DORSAL, SOMATOMOTOR, analyse, analyse_with, ffmpeg, mean, qualia, qualia_v1, real_media, series,
 };
 
 fn assert_finite(what: &str, out: &brainscan::inference::QualiaOutput) {
@@ -470,21 +469,18 @@ async fn real_clips_give_plausible_networks() {
     assert!(!bikes.modalities.audio && jfk.modalities.audio && !jfk.modalities.video);
     let speech_sm = mean(&series(&jfk, SOMATOMOTOR, 1..jfk.seconds - 1));
     let silent_sm = mean(&series(&bikes, SOMATOMOTOR, 1..bikes.seconds - 1));
+    // Plumbing, not evidence: the size follows from the speech_auditory profile's weight.
     assert!(
-        speech_sm > silent_sm + 1.0,
+        speech_sm > silent_sm + 0.5,
         "somatomotor: speech {speech_sm:.2} vs none {silent_sm:.2}"
     );
-    // The trailer's busiest stretch vs its final, dark and quiet seconds.
+    // The trailer moves: dorsal attention (motion and visual profiles) varies over time. v1's
+    // checks that default mode falls in action and ventral attention follows cuts tested its
+    // hand-set weights; the grounded prior gives neither (no construct with a v2 feature has a
+    // credible positive Ventral Attention profile), which the model card records.
     let end = trailer.seconds;
-    let busy_dmn = mean(&series(&trailer, DEFAULT_MODE, 34..40));
-    let quiet_dmn = mean(&series(&trailer, DEFAULT_MODE, end - 4..end));
-    assert!(
-        quiet_dmn > busy_dmn + 0.5,
-        "default mode: quiet end {quiet_dmn:.2} vs action {busy_dmn:.2}"
-    );
-    // The trailer has cuts: ventral attention varies over time.
-    let va = series(&trailer, VENTRAL, 0..end);
+    let da = series(&trailer, DORSAL, 0..end);
     let spread =
-        va.iter().cloned().fold(f64::MIN, f64::max) - va.iter().cloned().fold(f64::MAX, f64::min);
-    assert!(spread > 0.5, "ventral attention spread {spread:.2}");
+        da.iter().cloned().fold(f64::MIN, f64::max) - da.iter().cloned().fold(f64::MAX, f64::min);
+    assert!(spread > 0.5, "dorsal attention spread {spread:.2}");
 }

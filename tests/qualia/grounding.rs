@@ -1,0 +1,154 @@
+//! Evidence from data independent of the weights (issue: qualia v2 part 2).
+//!
+//! - The Neurosynth profile tool reproduces the committed table from its inputs.
+//! - The shipped v2 weights are the ones the committed table implies.
+//! - The pre-registered Alice check (`models/qualia/v2/EVALUATION-PLAN.md`): the floor was
+//!   stated and committed before any prediction was compared with the fMRI.
+
+use std::process::Command;
+
+use brainscan::grounding::neurosynth::ProfileTable;
+use brainscan::inference::Model;
+
+fn reference_data() -> std::path::PathBuf {
+    brainscan::grounding::reference_data_dir().unwrap_or_else(|| {
+        panic!(
+            "the reference data (neurosynth-v7/, alice-brennan2016/) was not found: set BRAINSCAN_REFERENCE_DATA"
+        )
+    })
+}
+
+fn brainscan(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_brainscan"))
+        .args(args)
+        .env_remove("BRAINSCAN_MODEL_DIR")
+        .output()
+        .expect("brainscan runs");
+    assert!(
+        out.status.success(),
+        "brainscan {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn profile_tool_reproduces_the_committed_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("profiles.json");
+    let data = reference_data();
+    brainscan(&[
+        "model",
+        "profiles",
+        "--data",
+        data.to_str().expect("utf8"),
+        "--out",
+        out.to_str().expect("utf8"),
+    ]);
+    let built = ProfileTable::load(&out).expect("built table");
+    let committed = ProfileTable::load(&ProfileTable::committed_path()).expect("committed");
+    assert_eq!(built, committed, "rerun scripts/build-qualia-prior");
+    // Sanity of the method on constructs whose cortical home is textbook: these can fail if the
+    // mapping of foci to networks or the statistic is wrong.
+    let net = |name: &str| {
+        brainscan::result::NETWORKS
+            .iter()
+            .position(|n| *n == name)
+            .expect("network")
+    };
+    let top = |construct: &str| {
+        let p = built.get(construct).expect("row");
+        (0..7)
+            .max_by(|a, b| p.log_odds[*a].total_cmp(&p.log_odds[*b]))
+            .expect("max")
+    };
+    assert_eq!(
+        top("motion"),
+        net("Visual"),
+        "motion studies peak in visual cortex"
+    );
+    assert_eq!(
+        top("speech_auditory"),
+        net("Somatomotor"),
+        "auditory cortex is in Yeo-7 somatomotor"
+    );
+    assert_eq!(
+        top("social"),
+        net("Default Mode"),
+        "mentalising is default mode"
+    );
+}
+
+#[test]
+fn shipped_v2_weights_are_the_committed_profiles() {
+    let table = ProfileTable::load(&ProfileTable::committed_path()).expect("committed");
+    let (weights, notes) = brainscan::inference::prior::grounded_weights(&table);
+    let model = Model::embedded().expect("embedded");
+    assert_eq!(model.weights, weights, "rerun scripts/build-qualia-prior");
+    assert_eq!(model.manifest.weights, notes);
+    assert_eq!(model.manifest.provenance["source"], "prior");
+    for note in &model.manifest.weights {
+        assert!(note.reason.contains("Neurosynth profile"), "{note:?}");
+    }
+}
+
+#[test]
+fn alice_first_half_meets_the_preregistered_floor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = reference_data();
+    brainscan(&[
+        "model",
+        "alice",
+        "--data",
+        data.to_str().expect("utf8"),
+        "--out",
+        dir.path().to_str().expect("utf8"),
+    ]);
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).expect("report"))
+            .expect("json");
+    let mean = report["mean_zero_shot_r"].as_f64().expect("mean r");
+    let loudness = report["mean_baselines"]
+        .as_array()
+        .and_then(|b| b.iter().find(|x| x[0] == "loudness"))
+        .and_then(|x| x[1].as_f64())
+        .expect("loudness baseline");
+    println!("{}", serde_json::to_string_pretty(&report).expect("json"));
+    // The floor registered in EVALUATION-PLAN.md before the first run: (1) mean r >= 0.10 and
+    // (2) above the loudness-only baseline. (1) is met; (2) is not, and the model card says so.
+    // The second assertion pins that failure: a model that beats loudness fails it until the
+    // card and this line are updated, so neither can go stale.
+    assert!(
+        mean >= 0.10,
+        "zero-shot mean r {mean:.3} is under the floor 0.10"
+    );
+    assert!(
+        mean <= loudness,
+        "zero-shot mean r {mean:.3} now beats loudness only ({loudness:.3}): update the model card (README, Alice table) and this test"
+    );
+    // The figures the card reports, to three decimals.
+    assert!(
+        (mean - 0.179).abs() < 0.0015,
+        "zero-shot mean r is {mean:.3}; the card says 0.179"
+    );
+    assert!(
+        (loudness - 0.303).abs() < 0.0015,
+        "loudness-only r is {loudness:.3}; the card says 0.303"
+    );
+    let shipped = brainscan::grounding::alice::SHIPPED_EVALUATION;
+    let close = |key: &str, want: f64| {
+        let got = report[key].as_f64().unwrap_or(f64::NAN);
+        assert!(
+            (got - want).abs() < 0.0015,
+            "{key}: {got:.3}, provenance says {want}"
+        );
+    };
+    close("mean_fitted_r", shipped.nested_cv_fitted_mean_r);
+    close("mean_ceiling", shipped.ceiling_loso_isc);
+    assert!((mean - shipped.zero_shot_mean_r).abs() < 0.0015);
+    assert!((loudness - shipped.loudness_only_mean_r).abs() < 0.0015);
+    // The ceiling is a real bound on a group-average target: every ROI's is positive.
+    for t in report["targets"].as_array().expect("targets") {
+        assert!(t["ceiling"].as_f64().expect("ceiling") > 0.0, "{t}");
+    }
+}
