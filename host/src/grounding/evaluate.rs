@@ -466,12 +466,10 @@ mod tests {
     fn isc_of_identical_subjects_is_one_and_of_noise_is_near_zero() {
         let s: Vec<f64> = (0..100).map(|i| (f64::from(i) * 0.3).sin()).collect();
         assert!((loso_isc(&[s.clone(), s.clone(), s.clone()]) - 1.0).abs() < 1e-9);
-        let noise: Vec<Vec<f64>> = (0..5u64)
-            .map(|k| {
-                (0..100u64)
-                    .map(|i| (((i * 7919 + k * 104_729) % 1000) as f64).sin())
-                    .collect()
-            })
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let noise: Vec<Vec<f64>> = (0..5)
+            .map(|_| (0..400).map(|_| rng.random_range(-1.0..1.0)).collect())
             .collect();
         assert!(loso_isc(&noise).abs() < 0.3);
     }
