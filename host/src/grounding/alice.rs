@@ -374,28 +374,9 @@ mod tests {
         };
         let table = std::fs::read_to_string(data.join(super::super::neurosynth::CENTROIDS))
             .expect("centroid table");
-        let short = [
-            "Vis",
-            "SomMot",
-            "DorsAttn",
-            "SalVentAttn",
-            "Limbic",
-            "Cont",
-            "Default",
-        ];
+        let parcels = super::super::neurosynth::centroids(&table).expect("centroids");
         for (name, c, network) in ROIS {
-            let nearest = table
-                .lines()
-                .skip(1)
-                .filter_map(|l| {
-                    let v: Vec<&str> = l.split(',').collect();
-                    let p: Vec<f64> = v.get(2..5)?.iter().filter_map(|x| x.parse().ok()).collect();
-                    let d = (0..3).map(|k| (p[k] - c[k]).powi(2)).sum::<f64>();
-                    Some((d, v[1].split('_').nth(2)?.to_owned()))
-                })
-                .min_by(|a, b| a.0.total_cmp(&b.0))
-                .expect("centroids");
-            let idx = short.iter().position(|s| *s == nearest.1).expect("network");
+            let (_, idx) = super::super::neurosynth::nearest_network(&parcels, c);
             assert_eq!(NETWORKS[idx], network, "{name}");
         }
     }

@@ -199,8 +199,11 @@ fn gunzip(bytes: &[u8], name: &str) -> anyhow::Result<String> {
     Ok(out)
 }
 
-/// Parcel centroids (x, y, z) and their network index.
-fn centroids(text: &str) -> anyhow::Result<Vec<([f64; 3], usize)>> {
+/// Parcel centroids (x, y, z) and their network index, from the Schaefer centroid table.
+///
+/// # Errors
+/// A malformed row or a table without 400 parcels.
+pub fn centroids(text: &str) -> anyhow::Result<Vec<([f64; 3], usize)>> {
     let short = [
         "Vis",
         "SomMot",
@@ -336,6 +339,20 @@ fn topic_matrix(bytes: &[u8]) -> anyhow::Result<(usize, usize, Vec<f64>)> {
     Ok((rows, cols, dense))
 }
 
+/// The distance (mm) to the nearest parcel centroid and that parcel's network index.
+#[must_use]
+pub fn nearest_network(parcels: &[([f64; 3], usize)], p: [f64; 3]) -> (f64, usize) {
+    let (mut best, mut network) = (f64::INFINITY, 0);
+    for (xyz, n) in parcels {
+        let d = (0..3).map(|k| (p[k] - xyz[k]).powi(2)).sum::<f64>();
+        if d < best {
+            best = d;
+            network = *n;
+        }
+    }
+    (best.sqrt(), network)
+}
+
 /// Per-study counts of cortical foci in each network.
 type Counts = Vec<[u32; 7]>;
 
@@ -454,15 +471,8 @@ pub fn build(data: &Path) -> anyhow::Result<ProfileTable> {
                 .parse()
                 .with_context(|| format!("{COORDINATES} line {}: bad coordinate", i + 1))?;
         }
-        let (mut best, mut network) = (f64::INFINITY, 0);
-        for (xyz, n) in &parcels {
-            let d = (0..3).map(|k| (p[k] - xyz[k]).powi(2)).sum::<f64>();
-            if d < best {
-                best = d;
-                network = *n;
-            }
-        }
-        if best.sqrt() <= MAX_CENTROID_MM {
+        let (distance, network) = nearest_network(&parcels, p);
+        if distance <= MAX_CENTROID_MM {
             counts[study][network] += 1;
         }
     }
