@@ -131,6 +131,19 @@ pub enum ModelCommand {
         #[command(flatten)]
         model: ModelArgs,
     },
+    /// Build the lens calibration (`plugins/readouts/calibration.tsv`): run the model on every
+    /// media file in DIR and store, per standard readout, the corpus distribution of its
+    /// per-second raw values. The default lens and manipulation plugins embed it: their 0-100
+    /// scores are percentiles of this corpus. Rebuild the plugins, then `model corpus`.
+    Calibrate {
+        /// Folder of clips (not recursive).
+        dir: PathBuf,
+        /// Where to write the table, e.g. `plugins/readouts/calibration.tsv`.
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
     /// Derive each stimulus construct's network profile from the Neurosynth v7 database (log
     /// odds per network with a study-bootstrap interval) and write the table the v2 prior is
     /// built from (`models/qualia/v2/grounding/network-profiles.json`).
@@ -484,6 +497,7 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
             note,
             model,
         } => corpus(&dir, &out, note, &model).await,
+        ModelCommand::Calibrate { dir, out, model } => calibrate(&dir, &out, &model).await,
         ModelCommand::Fit {
             features,
             targets,
@@ -763,6 +777,73 @@ fn print_report(r: &crate::grounding::evaluate::Report, json: bool) -> anyhow::R
 }
 
 /// `brainscan model corpus`.
+/// The files of `dir` (not recursive), sorted by name.
+fn files_in(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// `brainscan model calibrate`: the corpus distribution of every standard readout.
+async fn calibrate(dir: &Path, out: &Path, model: &ModelArgs) -> anyhow::Result<()> {
+    use brainscan_readouts::calibration::Calibration;
+    let q = qualia(model)?;
+    let mut rows: Vec<[f32; 7]> = Vec::new();
+    let mut header = vec![
+        "# The standard readouts' corpus calibration: per readout, its name, the corpus's robust"
+            .to_owned(),
+        "# spread, and value:percentile points of the per-second raw values (mid-rank).".to_owned(),
+        "# Built by `brainscan model calibrate` (scripts/build-qualia-prior); do not edit."
+            .to_owned(),
+        format!("# model: {}", q.model.id()),
+    ];
+    for path in files_in(dir)? {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let analysed = match analyse(&q, &path, true, TimeBase::Stimulus, MAX_SECONDS).await {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("skipped {name}: {e:#}");
+                continue;
+            }
+        };
+        let bytes = std::fs::read(&path)?;
+        header.push(format!(
+            "# clip: {name} {} {} s",
+            crate::inference::model::checksum(&bytes),
+            analysed.networks.len()
+        ));
+        println!("{name}: {} s", analysed.networks.len());
+        rows.extend(analysed.networks.iter().copied());
+    }
+    header.push(format!("# seconds: {}", rows.len()));
+    let mut text = header.join("\n");
+    text.push('\n');
+    for readout in brainscan_readouts::ALL {
+        let raw: Vec<f64> = rows.iter().map(|r| readout.raw(r)).collect();
+        let c = Calibration::from_corpus(&raw)
+            .map_err(|e| anyhow::anyhow!("readout {}: {e}", readout.name))?;
+        println!(
+            "  {:<16} {} points, median {:+.3}, spread {:.3}",
+            readout.name,
+            c.knots.len(),
+            c.value_at(50.0),
+            c.spread
+        );
+        text.push_str(&c.line(readout.name));
+        text.push('\n');
+    }
+    std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
 async fn corpus(dir: &Path, out: &Path, note: String, model: &ModelArgs) -> anyhow::Result<()> {
     use crate::plugins::{PluginRuntime, defaults::DEFAULTS};
     let q = qualia(model)?;
@@ -773,12 +854,7 @@ async fn corpus(dir: &Path, out: &Path, note: String, model: &ModelArgs) -> anyh
         .context("the built-in lens plugin is missing from this build")?;
     let plugin = Arc::new(runtime.load(bytes, "builtin")?);
     let lenses = plugin.manifest.provides.clone();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
+    let files = files_in(dir)?;
     let mut clips = Vec::new();
     let mut scores: std::collections::BTreeMap<String, Vec<f64>> =
         lenses.iter().map(|l| (l.clone(), Vec::new())).collect();

@@ -264,7 +264,7 @@ fn assert_consistent(scan: &Value, lenses: &[&str]) {
     );
     assert_eq!(
         scan["provenance"]["benchmark"]["lens_plugin"],
-        "lens-standard@1.0.0"
+        "lens-standard@2.0.0"
     );
 }
 

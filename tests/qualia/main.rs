@@ -5,6 +5,7 @@
 mod battery;
 mod cli;
 mod grounding;
+mod lenses;
 mod parity;
 mod robustness;
 mod shaders;

@@ -1,100 +1,68 @@
-//! Each lens is a signed, documented combination of the seven networks (z units), divided by
-//! the length of its weight vector so that independent unit-variance networks give a unit-
-//! variance lens, then mapped to 0-100 by the normal CDF: `score = 100·Φ(z)`. 50 is neutral,
-//! one standard deviation above the corpus reads 84, two read 98. Φ is smooth and monotone and
-//! saturates instead of clipping, so ranks survive at the extremes.
+//! The four default lenses. Each reads the seven networks (z units) with the weights of its
+//! construct's Neurosynth network profile (`brainscan_readouts`), and its 0-100 score is the
+//! percentile of that raw value among the seconds of the benchmark corpus: 50 is the corpus
+//! median, and the same score is the same rarity on every lens. Definitions and evidence:
+//! `README.md` beside this crate.
 
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use brainscan_readouts::Readout;
 use brainscan_sdk::{Clip, Describe, LensPlugin, LensSecond, LensSeries, PluginError};
 
 /// The plain-language name of each network, as `raw_labeled` names it.
 use brainscan_sdk::PLAIN_NETWORKS as PLAIN;
 
-/// One lens: weights per network (positive raise it, negative lower it).
+/// One lens: its readout and what it means, for reasons.
 pub struct LensDef {
-    pub name: &'static str,
-    pub weights: [f64; 7],
+    pub readout: Readout,
     /// What the lens means, for reasons.
     pub noun: &'static str,
 }
 
+impl LensDef {
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        self.readout.name
+    }
+}
+
 pub const LENSES: [LensDef; 4] = [
-    // Attention: the dorsal attention network carries sustained, goal-directed orienting; the
-    // ventral network carries stimulus-driven capture (cuts, onsets); visual cortex follows how
-    // much there is to look at.
     LensDef {
-        name: "attention",
-        weights: [0.2, 0.0, 0.5, 0.3, 0.0, 0.0, 0.0],
+        readout: brainscan_readouts::ATTENTION,
         noun: "Attention",
     },
-    // Memory: encoding that lasts engages the default-mode (hippocampal-cortical) system and
-    // emotional tagging (limbic), with frontoparietal control supporting elaboration.
     LensDef {
-        name: "memory",
-        weights: [0.0, 0.0, 0.0, 0.0, 0.3, 0.2, 0.5],
+        readout: brainscan_readouts::MEMORY,
         noun: "Memory encoding",
     },
-    // Purchase intent = reward − hesitation. Reward: limbic (0.6) and default mode as the
-    // vmPFC value proxy (0.4). Hesitation: frontoparietal / dlPFC counter-arguing (0.6) and
-    // the ventral "alarm" (0.4).
     LensDef {
-        name: "purchase_intent",
-        weights: [0.0, 0.0, 0.0, -0.4, 0.6, -0.6, 0.4],
+        readout: brainscan_readouts::PURCHASE_INTENT,
         noun: "Buying intent",
     },
-    // Manipulation: guard-down exposure = reward − effort − alarm, with reward the mean of
-    // limbic and default mode, effort the frontoparietal network and alarm the ventral
-    // attention network — the same quantities as the manipulation block's timeline.
     LensDef {
-        name: "manipulation",
-        weights: [0.0, 0.0, 0.0, -1.0, 0.5, -1.0, 0.5],
+        readout: brainscan_readouts::MANIPULATION,
         noun: "Persuasive pressure",
     },
 ];
 
-/// Standard normal CDF.
-pub fn phi(z: f64) -> f64 {
-    0.5 * (1.0 + brainscan_sdk::libm::erf(z / core::f64::consts::SQRT_2))
-}
-
-/// The lens z of one second and each network's contribution to it.
-pub fn lens_z(def: &LensDef, row: &[f32; 7]) -> (f64, [f64; 7]) {
-    let norm = brainscan_sdk::libm::sqrt(def.weights.iter().map(|w| w * w).sum::<f64>());
-    let mut parts = [0.0; 7];
-    for i in 0..7 {
-        parts[i] = def.weights[i] * f64::from(row[i]) / norm;
-    }
-    (parts.iter().sum(), parts)
-}
-
-/// The score 0-100 for a lens z, rounded to 0.1 so outputs are stable to read and compare.
-pub fn score_of(z: f64) -> f64 {
-    (phi(z) * 1000.0).round_ties_even_nostd() / 10.0
-}
-
-trait RoundNoStd {
-    fn round_ties_even_nostd(self) -> f64;
-}
-impl RoundNoStd for f64 {
-    fn round_ties_even_nostd(self) -> f64 {
-        brainscan_sdk::libm::rint(self)
-    }
+/// A 0-100 score rounded to 0.1 so outputs are stable to read and compare.
+pub fn round_score(percentile: f64) -> f64 {
+    brainscan_sdk::libm::rint(percentile * 10.0) / 10.0
 }
 
 pub struct StandardLenses;
 
 impl Describe for StandardLenses {
     fn description() -> String {
-        "Attention, memory, purchase intent and manipulation as signed network combinations".into()
+        "Attention, memory, purchase intent and manipulation read from the networks by their Neurosynth profiles, scored as corpus percentiles".into()
     }
 }
 
 impl LensPlugin for StandardLenses {
     fn provides() -> Vec<String> {
-        LENSES.iter().map(|l| l.name.to_string()).collect()
+        LENSES.iter().map(|l| l.name().to_string()).collect()
     }
 
     fn score(clip: &Clip, lenses: &[String]) -> Result<Vec<LensSeries>, PluginError> {
@@ -102,9 +70,9 @@ impl LensPlugin for StandardLenses {
         Ok(LENSES
             .iter()
             .enumerate()
-            .filter(|(_, def)| lenses.iter().any(|l| l == def.name))
+            .filter(|(_, def)| lenses.iter().any(|l| l == def.name()))
             .map(|(li, def)| LensSeries {
-                lens: def.name.to_string(),
+                lens: def.name().to_string(),
                 seconds: score_lens(def, li, &rows),
             })
             .collect())
@@ -116,9 +84,10 @@ pub fn score_lens(def: &LensDef, lens_index: usize, rows: &[[f32; 7]]) -> Vec<Le
     let mut out = Vec::with_capacity(rows.len());
     let mut previous: Option<f64> = None;
     let mut seen = [0usize; SITUATIONS];
+    let calibration = def.readout.calibration();
     for row in rows {
-        let (z, parts) = lens_z(def, row);
-        let score = score_of(z);
+        let parts = def.readout.parts(row);
+        let score = round_score(calibration.percentile(parts.iter().sum()));
         let reason = reason(def, lens_index, &mut seen, score, previous, &parts);
         previous = Some(score);
         out.push(LensSecond {
@@ -170,7 +139,7 @@ fn reason(
         },
     );
     let network = PLAIN[net];
-    let raised = def.weights[net] >= 0.0;
+    let raised = def.readout.weights[net] >= 0.0;
     // Is the driver a network that rose (above its mean) or one that fell?
     let moved = if net_up == raised { "rose" } else { "eased" };
     let noun = def.noun;
@@ -255,42 +224,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn neutral_networks_score_fifty() {
+    fn the_corpus_median_of_each_lens_scores_near_fifty_and_scores_rise_with_the_readout() {
         for def in &LENSES {
-            let (z, _) = lens_z(def, &[0.0; 7]);
-            assert_eq!(score_of(z), 50.0);
+            let c = def.readout.calibration();
+            let mid = c
+                .knots
+                .iter()
+                .min_by(|a, b| (a.1 - 50.0).abs().total_cmp(&(b.1 - 50.0).abs()))
+                .expect("knots");
+            // The knot nearest the median scores its own percentile.
+            assert_eq!(round_score(c.percentile(mid.0)), round_score(mid.1));
+            let lo = round_score(c.percentile(c.knots[0].0 - 1.0));
+            let hi = round_score(c.percentile(c.knots[c.knots.len() - 1].0 + 1.0));
+            assert!(
+                lo < mid.1 && mid.1 < hi,
+                "{}: {lo} {} {hi}",
+                def.name(),
+                mid.1
+            );
         }
     }
 
     #[test]
-    fn one_sd_of_the_lens_reads_84() {
-        // attention, all three of its networks at +1: z = (0.2+0.5+0.3)/|w| = 1/0.6164 = 1.622
-        let (z, _) = lens_z(&LENSES[0], &[1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]);
-        assert!((z - 1.0 / (0.04f64 + 0.25 + 0.09).sqrt()).abs() < 1e-9);
-        assert_eq!(score_of(z), 94.8);
-        // a unit z reads 84.1
-        assert_eq!(score_of(1.0), 84.1);
-        assert_eq!(score_of(-1.0), 15.9);
-    }
-
-    #[test]
-    fn purchase_intent_is_reward_minus_hesitation() {
-        let up = lens_z(&LENSES[2], &[0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0]).0;
-        let down = lens_z(&LENSES[2], &[0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0]).0;
-        assert!(up > 0.0 && down < 0.0);
-        assert!((up + down).abs() < 1e-12);
+    fn lenses_read_their_profile_networks() {
+        // attention reads the sensory and orienting networks only; memory, purchase intent and
+        // manipulation read Limbic; manipulation is lowered by Frontoparietal deliberation.
+        let w = |i: usize| LENSES[i].readout.weights;
+        assert!(w(0)[4] == 0.0 && w(0)[5] == 0.0 && w(0)[6] == 0.0 && w(0)[0] > 0.0);
+        assert!(w(1)[4] > 0.0 && w(2)[4] > 0.0 && w(3)[4] > 0.0);
+        assert!(w(3)[5] < 0.0 && w(2)[5] > 0.0);
     }
 
     #[test]
     fn reasons_vary_and_name_direction() {
+        // Rows that swing attention's networks from far below to far above the corpus.
         let rows: Vec<[f32; 7]> = (0..9)
             .map(|i| {
-                let v = [0.0, 1.5, -1.5][i % 3];
-                [v, 0.0, v, v, 0.0, 0.0, 0.0]
+                let v = [0.0, 4.0, -4.0][i % 3];
+                [v, v, v, 0.0, 0.0, 0.0, 0.0]
             })
             .collect();
         let out = score_lens(&LENSES[0], 0, &rows);
-        // 50 → 99 and 99 → 1 are large moves and say so.
         let up = &out[1].reason;
         assert!(
             up.contains("surged") || up.contains("sharp rise") || up.contains("jumped"),

@@ -1,13 +1,16 @@
-//! The manipulation block, field by field. Inputs are the seven networks in z units; the
-//! proxies (one per circuit) and every formula are listed in the README. Numbers are
-//! directional, network-proxied readings of a population-average model — never a claim about
-//! one viewer's brain.
+//! The manipulation block, field by field. Inputs are the seven networks in z units. The
+//! pressure, deliberation and manipulation readouts and their corpus calibration come from
+//! `brainscan_readouts` (Neurosynth profiles); the alarm and relevance circuits are priors.
+//! Every formula is listed in the README. Numbers are directional, network-proxied readings
+//! of a population-average model — never a claim about one viewer's brain.
 
 use alloc::format;
 use alloc::string::ToString;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use brainscan_readouts::calibration::Calibration;
+use brainscan_readouts::{DELIBERATION, MANIPULATION, PRESSURE};
 use brainscan_sdk::libm::{erf, round};
 use brainscan_sdk::text::{clock, line_at};
 use brainscan_sdk::{
@@ -22,11 +25,7 @@ const LIMBIC: usize = 4;
 const FRONTOPARIETAL: usize = 5;
 const DEFAULT_MODE: usize = 6;
 
-/// ‖(½, ½, −1, −1)‖: exposure divided by this is in z units, exactly the `manipulation`
-/// lens of `lens-standard`, so `conversion_risk` is that lens's clip mean.
-const EXPOSURE_NORM: f64 = 1.581_138_830_084_189_8; // sqrt(2.5)
-
-/// Quadrant axes count as "on" from this score (0-100, 50 neutral).
+/// Quadrant axes count as "on" from this score (0-100, 50 the corpus median).
 pub const QUADRANT_ON: f64 = 55.0;
 
 pub fn phi(z: f64) -> f64 {
@@ -35,24 +34,46 @@ pub fn phi(z: f64) -> f64 {
 
 pub use brainscan_sdk::stats::round_to;
 
-/// 0-100 for a z value, one decimal: the same mapping as the lenses.
+/// 0-100 for a z value, one decimal: the scale of the two circuits that are priors (alarm,
+/// relevance), whose single networks are already in corpus z units.
 fn score(z: f64) -> f64 {
     round_to(100.0 * phi(z), 1)
 }
 
-/// One second's guard-down terms.
+/// The calibrations the block reads, parsed once per clip.
+pub struct Scales {
+    pub pressure: Calibration,
+    pub deliberation: Calibration,
+    pub manipulation: Calibration,
+}
+
+impl Scales {
+    #[must_use]
+    pub fn embedded() -> Self {
+        Self {
+            pressure: PRESSURE.calibration(),
+            deliberation: DELIBERATION.calibration(),
+            manipulation: MANIPULATION.calibration(),
+        }
+    }
+}
+
+/// One second's guard-down terms, each centred on its corpus median (0 = a typical second).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Terms {
+    /// Persuasion pressure (the `emotion` + `reward` profile readout).
     pub reward: f64,
+    /// Deliberation (the `decision_making` profile readout).
     pub effort: f64,
+    /// The gut-instinct alarm: Ventral Attention, a prior (no profile row grounds it).
     pub alarm: f64,
 }
 
 impl Terms {
-    pub fn of(row: &[f32; 7]) -> Self {
+    pub fn of(row: &[f32; 7], scales: &Scales) -> Self {
         Self {
-            reward: (f64::from(row[LIMBIC]) + f64::from(row[DEFAULT_MODE])) / 2.0,
-            effort: f64::from(row[FRONTOPARIETAL]),
+            reward: PRESSURE.raw(row) - scales.pressure.value_at(50.0),
+            effort: DELIBERATION.raw(row) - scales.deliberation.value_at(50.0),
             alarm: f64::from(row[VENTRAL]),
         }
     }
@@ -119,18 +140,25 @@ fn circuit(
     }
 }
 
-fn circuits(rows: &[[f32; 7]]) -> Vec<Circuit> {
-    let fp = score(column_mean(rows, |r| f64::from(r[FRONTOPARIETAL])));
-    let reward = score(column_mean(rows, |r| {
-        (f64::from(r[LIMBIC]) + f64::from(r[DEFAULT_MODE])) / core::f64::consts::SQRT_2
-    }));
+/// Mean corpus percentile of a readout over the clip, one decimal.
+fn mean_percentile(
+    rows: &[[f32; 7]],
+    readout: &brainscan_readouts::Readout,
+    c: &Calibration,
+) -> f64 {
+    round_to(column_mean(rows, |r| c.percentile(readout.raw(r))), 1)
+}
+
+fn circuits(rows: &[[f32; 7]], scales: &Scales) -> Vec<Circuit> {
+    let fp = mean_percentile(rows, &DELIBERATION, &scales.deliberation);
+    let reward = mean_percentile(rows, &PRESSURE, &scales.pressure);
     let alarm = score(column_mean(rows, |r| f64::from(r[VENTRAL])));
     let relevance = score(column_mean(rows, |r| f64::from(r[DEFAULT_MODE])));
     vec![
         circuit(
             "critical_thinking",
             "Critical thinking",
-            "The deliberate, fact-checking part of the brain (frontoparietal control network, a dlPFC proxy).",
+            "The deliberate, fact-checking part of the brain (the decision-making profile: frontoparietal control with default mode).",
             fp,
             "Viewers are weighing the message: scrutiny is up, so claims have to hold up.",
             "Scrutiny is down: claims pass with less checking than usual.",
@@ -139,7 +167,7 @@ fn circuits(rows: &[[f32; 7]]) -> Vec<Circuit> {
         circuit(
             "reward",
             "Reward & approval",
-            "Wanting and liking signals (limbic network with the default mode as a vmPFC value proxy).",
+            "Wanting and feeling (the emotion and reward profiles: mostly the limbic network).",
             reward,
             "The content feels rewarding: approval and desire are up.",
             "Little pay-off registers: the content does not feel rewarding.",
@@ -203,13 +231,12 @@ pub fn mechanisms(rows: &[[f32; 7]]) -> Vec<Mechanism> {
     ]
 }
 
-pub fn quadrant(rows: &[[f32; 7]]) -> Quadrant {
-    let lowers_guard = score(column_mean(rows, |r| {
-        -(f64::from(r[FRONTOPARIETAL]) + f64::from(r[VENTRAL])) / core::f64::consts::SQRT_2
-    }));
-    let wins_over = score(column_mean(rows, |r| {
-        (f64::from(r[LIMBIC]) + f64::from(r[DEFAULT_MODE])) / core::f64::consts::SQRT_2
-    }));
+pub fn quadrant(rows: &[[f32; 7]], scales: &Scales) -> Quadrant {
+    let lowers_guard = round_to(
+        100.0 - mean_percentile(rows, &DELIBERATION, &scales.deliberation),
+        1,
+    );
+    let wins_over = mean_percentile(rows, &PRESSURE, &scales.pressure);
     let (key, label, how) = match (lowers_guard >= QUADRANT_ON, wins_over >= QUADRANT_ON) {
         (false, false) => (
             "clean",
@@ -308,7 +335,7 @@ pub fn peak_moment(clip: &Clip, terms: &[Terms]) -> Option<PeakMoment> {
         end_sec: end as u32,
         quote,
         why: format!(
-            "Guard-down exposure peaks at {} ({:+.2}): reward {:+.2}, deliberate thinking {:+.2}, gut alarm {:+.2} (z against the corpus). {}",
+            "Guard-down exposure peaks at {} ({:+.2}): reward {:+.2}, deliberate thinking {:+.2}, gut alarm {:+.2} (against a typical second of the corpus). {}",
             clock(peak as u32),
             t.exposure(),
             t.reward,
@@ -325,40 +352,55 @@ pub fn peak_moment(clip: &Clip, terms: &[Terms]) -> Option<PeakMoment> {
     })
 }
 
+/// The clip's highest-pressure quarter of seconds (at least one; ties by time).
+fn pressured_seconds(terms: &[Terms]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..terms.len()).collect();
+    order.sort_by(|a, b| terms[*b].reward.total_cmp(&terms[*a].reward).then(a.cmp(b)));
+    order.truncate(terms.len().div_ceil(4).max(1));
+    order
+}
+
 pub fn analyze(clip: &Clip) -> Manipulation {
+    let scales = Scales::embedded();
     let rows: Vec<[f32; 7]> = clip.networks.iter().map(|n| n.values()).collect();
-    let terms: Vec<Terms> = rows.iter().map(Terms::of).collect();
-    let per_second: Vec<f64> = terms
+    let terms: Vec<Terms> = rows.iter().map(|r| Terms::of(r, &scales)).collect();
+    // conversion_risk: the manipulation lens's clip mean (corpus percentiles).
+    let per_second: Vec<f64> = rows
         .iter()
-        .map(|t| score(t.exposure() / EXPOSURE_NORM))
+        .map(|r| scales.manipulation.percentile(MANIPULATION.raw(r)))
         .collect();
     let conversion_risk = round_to(stats::mean(&per_second), 1);
-    let mean_exposure_z = stats::mean(
-        &terms
-            .iter()
-            .map(|t| t.exposure() / EXPOSURE_NORM)
-            .collect::<Vec<_>>(),
-    );
+    // cognitive_sovereignty_index: does deliberation hold up when the pressure is on? The mean
+    // deliberation percentile over the clip's highest-pressure quarter, as −1 (at the corpus's
+    // lowest) … 0 (its median) … +1 (its highest).
+    let held: Vec<f64> = pressured_seconds(&terms)
+        .into_iter()
+        .map(|i| scales.deliberation.percentile(DELIBERATION.raw(&rows[i])))
+        .collect();
+    let sovereignty_index = (stats::mean(&held) - 50.0) / 50.0;
+    // population: the share of the clip's seconds whose persuasion pressure relative to
+    // deliberation is above the corpus median — a share of seconds, not of people.
+    let open = per_second.iter().filter(|p| **p > 50.0).count() as f64 / per_second.len() as f64;
     let pbi = column_mean(&rows, |r| {
         f64::from(r[DEFAULT_MODE]) - f64::from(r[FRONTOPARIETAL])
     });
     Manipulation {
         conversion_risk,
         risk_band: risk_band(conversion_risk).into(),
-        cognitive_sovereignty_index: round_to(-mean_exposure_z, 2),
+        cognitive_sovereignty_index: round_to(sovereignty_index, 2),
         sovereignty: round_to(100.0 - conversion_risk, 1),
         pbi: round_to(pbi, 2),
         threat: threat(conversion_risk),
         population: Population {
-            per_ten: round_to(conversion_risk / 10.0, 1),
-            per_ten_thousand: round(conversion_risk * 100.0),
+            per_ten: round_to(open * 10.0, 1),
+            per_ten_thousand: round(open * 10_000.0),
             note: format!(
-                "Directional model estimate: of an average audience, about {:.1} in 10 would take this content in with their guard lowered. Not a measured outcome.",
-                conversion_risk / 10.0
+                "Directional model estimate about this clip's seconds, not a share of people: in {:.1} of every 10 seconds the model predicts more persuasion pressure relative to deliberation than in a typical second of its benchmark corpus. No audience was measured.",
+                open * 10.0
             ),
         },
-        quadrant: quadrant(&rows),
-        circuits: circuits(&rows),
+        quadrant: quadrant(&rows, &scales),
+        circuits: circuits(&rows, &scales),
         mechanisms: mechanisms(&rows),
         timeline: terms
             .iter()
@@ -413,30 +455,65 @@ mod tests {
         }
     }
 
+    /// A row with the given Limbic, Frontoparietal and Default Mode values (the networks the
+    /// pressure and deliberation readouts read; Ventral Attention at 0).
+    fn row(limbic: f32, fp: f32, dm: f32) -> [f32; 7] {
+        [0.0, 0.0, 0.0, 0.0, limbic, fp, dm]
+    }
+
     #[test]
-    fn exposure_terms_by_hand() {
-        // reward = (1.0 + 0.6)/2 = 0.8, effort = −0.5, alarm = 0.2 → exposure 1.1
-        let t = Terms::of(&[0.0, 0.0, 0.0, 0.2, 1.0, -0.5, 0.6]);
-        assert!((t.exposure() - 1.1).abs() < 1e-6);
-        let m = analyze(&clip_of(
-            &[[0.0, 0.0, 0.0, 0.2, 1.0, -0.5, 0.6]],
-            Vec::new(),
-        ));
-        let s = &m.timeline[0];
-        assert_eq!(
-            (s.reward, s.effort, s.alarm, s.exposure),
-            (0.8, -0.5, 0.2, 1.1)
+    fn conversion_risk_is_the_manipulation_lens_mean_and_terms_are_centred_readouts() {
+        let rows = [row(2.0, -1.0, 0.5), row(-1.0, 1.0, 0.0), row(0.0, 0.0, 0.0)];
+        let m = analyze(&clip_of(&rows, Vec::new()));
+        let s = Scales::embedded();
+        let lens: Vec<f64> = rows
+            .iter()
+            .map(|r| s.manipulation.percentile(MANIPULATION.raw(r)))
+            .collect();
+        assert_eq!(m.conversion_risk, round_to(stats::mean(&lens), 1));
+        assert_eq!(m.sovereignty, round_to(100.0 - m.conversion_risk, 1));
+        assert_eq!(m.risk_band, risk_band(m.conversion_risk));
+        let t = Terms::of(&rows[0], &s);
+        assert!((t.reward - (PRESSURE.raw(&rows[0]) - s.pressure.value_at(50.0))).abs() < 1e-12);
+        assert!(
+            (t.effort - (DELIBERATION.raw(&rows[0]) - s.deliberation.value_at(50.0))).abs() < 1e-12
         );
-        // 100·Φ(1.1/√2.5) = 100·Φ(0.6957) = 75.67 → 75.7
-        assert_eq!(m.conversion_risk, 75.7);
-        assert_eq!(m.risk_band, "high");
-        assert_eq!(m.sovereignty, 24.3);
-        assert_eq!(m.cognitive_sovereignty_index, -0.7);
-        // pbi = DM − FP = 0.6 + 0.5
-        assert_eq!(m.pbi, 1.1);
-        assert_eq!(m.threat.severity, "critical");
-        assert_eq!(m.population.per_ten, 7.6);
-        assert_eq!(m.population.per_ten_thousand, 7570.0);
+        assert_eq!(t.alarm, 0.0);
+        // pbi = mean(DM − FP) = (1.5 − 1 + 0)/3
+        assert_eq!(m.pbi, 0.17);
+    }
+
+    #[test]
+    fn the_three_former_aliases_now_measure_different_things() {
+        // Two clips with the same conversion risk ordering can differ on the other two: one
+        // long mild pressure (many seconds just above the corpus median) against one short
+        // spike (few seconds far above it).
+        let mild: Vec<[f32; 7]> = (0..20).map(|_| row(0.6, -0.2, 0.0)).collect();
+        let mut spike: Vec<[f32; 7]> = (0..20).map(|_| row(-0.6, 0.3, 0.0)).collect();
+        for r in spike.iter_mut().take(4) {
+            *r = row(6.0, -3.0, 0.0);
+        }
+        let (a, b) = (
+            analyze(&clip_of(&mild, Vec::new())),
+            analyze(&clip_of(&spike, Vec::new())),
+        );
+        // population counts seconds above the corpus median: all of `mild`, a fifth of `spike`.
+        assert_eq!(a.population.per_ten, 10.0);
+        assert_eq!(b.population.per_ten, 2.0);
+        assert_eq!(b.population.per_ten_thousand, 2000.0);
+        assert!(a.population.note.contains("not a share of people"));
+        // The sovereignty index reads deliberation in each clip's highest-pressure quarter:
+        // `spike`'s spike seconds, where deliberation is far below the corpus median.
+        assert!(
+            b.cognitive_sovereignty_index < 0.0,
+            "{}",
+            b.cognitive_sovereignty_index
+        );
+        // Deliberation high under pressure reads as judgment intact.
+        let guarded: Vec<[f32; 7]> = (0..10)
+            .map(|i| row(f32::from(i as u8) * 0.3, 3.0, 2.0))
+            .collect();
+        assert!(analyze(&clip_of(&guarded, Vec::new())).cognitive_sovereignty_index > 0.0);
     }
 
     #[test]
@@ -455,25 +532,29 @@ mod tests {
 
     #[test]
     fn quadrant_corners() {
-        // Guard down (FP, VA low) and reward up → total.
-        let q = quadrant(&[[0.0, 0.0, 0.0, -1.0, 1.0, -1.0, 1.0]]);
-        assert_eq!(q.key, "total");
-        // Φ(2/√2 = 1.414) = 92.1
-        assert_eq!((q.lowers_guard, q.wins_over), (92.1, 92.1));
+        let s = Scales::embedded();
+        // Pressure up and deliberation down → total; the reverse → clean.
+        assert_eq!(quadrant(&[row(4.0, -4.0, 0.0)], &s).key, "total");
+        assert_eq!(quadrant(&[row(-4.0, 4.0, 4.0)], &s).key, "clean");
+        assert_eq!(quadrant(&[row(-4.0, -4.0, -4.0)], &s).key, "coercive");
+        assert_eq!(quadrant(&[row(6.0, 4.0, 4.0)], &s).key, "seductive");
+        let q = quadrant(&[row(1.0, -1.0, 0.0)], &s);
         assert_eq!(
-            quadrant(&[[0.0, 0.0, 0.0, -1.0, -1.0, -1.0, -1.0]]).key,
-            "coercive"
+            q.wins_over,
+            round_to(s.pressure.percentile(PRESSURE.raw(&row(1.0, -1.0, 0.0))), 1)
         );
         assert_eq!(
-            quadrant(&[[0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]]).key,
-            "seductive"
+            q.lowers_guard,
+            round_to(
+                100.0
+                    - round_to(
+                        s.deliberation
+                            .percentile(DELIBERATION.raw(&row(1.0, -1.0, 0.0))),
+                        1
+                    ),
+                1
+            )
         );
-        assert_eq!(quadrant(&[[0.0; 7]]).key, "clean");
-        // The edge: an axis exactly at 55.0 is on. Φ(z)=0.55 at z=0.12566.
-        let z = 0.125_661_3_f32 * core::f32::consts::SQRT_2;
-        let q = quadrant(&[[0.0, 0.0, 0.0, 0.0, z / 2.0, 0.0, z / 2.0]]);
-        assert_eq!(q.wins_over, 55.0);
-        assert_eq!(q.key, "seductive");
     }
 
     #[test]
@@ -501,13 +582,10 @@ mod tests {
     #[test]
     fn peak_moment_window_and_quote() {
         let mut rows = vec![[0.0f32; 7]; 10];
-        // exposure = reward − effort − alarm; raise limbic+DM at 4..=6, most at 5.
+        // exposure = reward − effort − alarm; raise limbic (pressure) at 4..=6, most at 5.
         rows[4][LIMBIC] = 1.0;
-        rows[4][DEFAULT_MODE] = 1.0;
-        rows[5][LIMBIC] = 2.0;
-        rows[5][DEFAULT_MODE] = 2.0;
+        rows[5][LIMBIC] = 4.0;
         rows[6][LIMBIC] = 1.2;
-        rows[6][DEFAULT_MODE] = 1.2;
         let clip = clip_of(
             &rows,
             vec![TranscriptLine {
@@ -518,7 +596,9 @@ mod tests {
         );
         let m = analyze(&clip);
         let p = m.peak_moment.expect("a peak");
-        // mean exposure = (1 + 2 + 1.2)/10 = 0.42; bar = (0.42 + 2)/2 = 1.21: 1.2 is below.
+        // pressure weighs Limbic 0.92: exposure rises by 0.92, 3.70 and 1.11 over the flat
+        // seconds; the bar halfway from the mean to the peak (≈ 0.6 + 1.85 over the flat level)
+        // leaves 4 and 6 below it.
         assert_eq!((p.peak_sec, p.start_sec, p.end_sec), (5, 5, 5));
         assert_eq!(p.quote, "Only today");
         assert!(p.why.contains("0:05"));

@@ -1,0 +1,288 @@
+//! The 0-100 scale, calibrated on the benchmark corpus.
+//!
+//! A readout's raw value (a weighted sum of network z values) has no natural unit: its centre
+//! and spread depend on the weights and on how the networks covary. So the scale is set by
+//! data: a second's score is the percentile of its raw value among the per-second raw values
+//! of the benchmark corpus (mid-rank, so a value many corpus seconds share scores the middle
+//! of its run). 50 is the corpus median, and the same score means the same rarity on every
+//! lens, which a fixed z → Φ(z) mapping cannot promise.
+//!
+//! A table stores, per readout, up to [`MAX_KNOTS`] points (raw value, percentile) of the
+//! corpus's empirical distribution; between them the percentile is interpolated linearly.
+//! Beyond the outermost points the tails are normal, with the corpus's robust spread, so the
+//! scale keeps ranking extreme seconds instead of clipping them. The curve is continuous and
+//! strictly increasing everywhere.
+
+use alloc::vec::Vec;
+
+/// Most points stored per readout.
+pub const MAX_KNOTS: usize = 41;
+
+/// Raw values closer than this are one value: the networks are `f32`, so smaller differences
+/// are rounding, and the table stores six decimals.
+pub const TIE: f64 = 1e-5;
+
+/// Fewest corpus seconds a calibration is built from.
+pub const MIN_SECONDS: usize = 40;
+
+/// One readout's calibration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibration {
+    /// Strictly increasing raw values and their strictly increasing corpus percentiles.
+    pub knots: Vec<(f64, f64)>,
+    /// The corpus's robust spread (95 % range / 3.92, or the SD when that range is empty),
+    /// the scale of the normal tails.
+    pub spread: f64,
+}
+
+/// Standard normal CDF.
+#[must_use]
+pub fn phi(z: f64) -> f64 {
+    0.5 * (1.0 + brainscan_sdk::libm::erf(z / core::f64::consts::SQRT_2))
+}
+
+/// The table built from the benchmark corpus by `brainscan model corpus --calibration`
+/// (`scripts/build-qualia-prior`): `#` comment lines (provenance), then one line per readout:
+/// its name, its spread, and its `value:percentile` points, tab-separated.
+pub const EMBEDDED: &str = include_str!("../calibration.tsv");
+
+/// The calibration of readout `name` in [`EMBEDDED`], or `None` when the table has no valid
+/// line for it.
+#[must_use]
+pub fn embedded(name: &str) -> Option<Calibration> {
+    parse(EMBEDDED, name)
+}
+
+/// The calibration of readout `name` in a table in the [`EMBEDDED`] format; `None` when the
+/// line is missing or invalid (too few or too many points, not increasing, not finite).
+#[must_use]
+pub fn parse(table: &str, name: &str) -> Option<Calibration> {
+    let line = table
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|l| l.split('\t').next() == Some(name))?;
+    let mut fields = line.split('\t').skip(1);
+    let spread: f64 = fields.next()?.trim().parse().ok()?;
+    let mut knots = Vec::new();
+    for f in fields {
+        let (v, p) = f.split_once(':')?;
+        knots.push((v.trim().parse().ok()?, p.trim().parse().ok()?));
+    }
+    let c = Calibration { knots, spread };
+    c.is_valid().then_some(c)
+}
+
+impl Calibration {
+    /// Builds a calibration from a corpus's per-second raw values.
+    ///
+    /// # Errors
+    /// Fewer than [`MIN_SECONDS`] values, a non-finite value, or a readout that takes fewer
+    /// than 3 distinct values over the corpus (nothing to rank against).
+    pub fn from_corpus(values: &[f64]) -> Result<Self, &'static str> {
+        if values.len() < MIN_SECONDS {
+            return Err("the corpus has fewer than 40 seconds");
+        }
+        if values.iter().any(|v| !v.is_finite()) {
+            return Err("the corpus has a non-finite value");
+        }
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len() as f64;
+        // Distinct values with their mid-rank percentiles.
+        let mut points: Vec<(f64, f64)> = Vec::new();
+        let mut i = 0;
+        while i < sorted.len() {
+            let mut j = i;
+            while j + 1 < sorted.len() && sorted[j + 1] - sorted[i] <= TIE {
+                j += 1;
+            }
+            let count = (j - i + 1) as f64;
+            points.push((sorted[i], 100.0 * (i as f64 + 0.5 * count) / n));
+            i = j + 1;
+        }
+        if points.len() < 3 {
+            return Err("the readout takes fewer than 3 distinct values over the corpus");
+        }
+        // Thin to at most MAX_KNOTS points, evenly spaced in percentile, ends kept.
+        let knots = if points.len() <= MAX_KNOTS {
+            points
+        } else {
+            let mut out: Vec<(f64, f64)> = Vec::new();
+            for k in 0..MAX_KNOTS {
+                let target = points[0].1
+                    + (points[points.len() - 1].1 - points[0].1) * k as f64
+                        / (MAX_KNOTS - 1) as f64;
+                let nearest = points
+                    .iter()
+                    .min_by(|a, b| (a.1 - target).abs().total_cmp(&(b.1 - target).abs()))
+                    .copied()
+                    .unwrap_or(points[0]);
+                if out.last().is_none_or(|l| nearest.0 > l.0 + TIE) {
+                    out.push(nearest);
+                }
+            }
+            out
+        };
+        let range = quantile(&sorted, 0.975) - quantile(&sorted, 0.025);
+        let spread = if range > 1e-9 {
+            range / 3.92
+        } else {
+            let mean = sorted.iter().sum::<f64>() / n;
+            brainscan_sdk::libm::sqrt(
+                sorted.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n,
+            )
+        };
+        let c = Self { knots, spread };
+        if c.is_valid() {
+            Ok(c)
+        } else {
+            Err("the corpus gives no valid calibration")
+        }
+    }
+
+    fn is_valid(&self) -> bool {
+        self.knots.len() >= 3
+            && self.knots.len() <= MAX_KNOTS
+            && self.spread.is_finite()
+            && self.spread > 0.0
+            && self
+                .knots
+                .iter()
+                .all(|(v, p)| v.is_finite() && p.is_finite() && *p > 0.0 && *p < 100.0)
+            && self
+                .knots
+                .windows(2)
+                .all(|w| w[1].0 > w[0].0 && w[1].1 > w[0].1)
+    }
+
+    /// The score 0-100 (unrounded) of a raw value: its corpus percentile.
+    #[must_use]
+    pub fn percentile(&self, raw: f64) -> f64 {
+        let k = &self.knots;
+        let (first, last) = (k[0], k[k.len() - 1]);
+        if raw <= first.0 {
+            return first.1 * 2.0 * phi((raw - first.0) / self.spread);
+        }
+        if raw >= last.0 {
+            return 100.0 - (100.0 - last.1) * 2.0 * phi(-(raw - last.0) / self.spread);
+        }
+        let i = k
+            .iter()
+            .rposition(|p| p.0 <= raw)
+            .unwrap_or(0)
+            .min(k.len() - 2);
+        let t = (raw - k[i].0) / (k[i + 1].0 - k[i].0);
+        k[i].1 + t * (k[i + 1].1 - k[i].1)
+    }
+
+    /// The raw value at corpus percentile `p` (the inverse of [`Calibration::percentile`]
+    /// inside the stored points; clamped to the outermost points beyond them).
+    #[must_use]
+    pub fn value_at(&self, p: f64) -> f64 {
+        let k = &self.knots;
+        if p <= k[0].1 {
+            return k[0].0;
+        }
+        if p >= k[k.len() - 1].1 {
+            return k[k.len() - 1].0;
+        }
+        let i = k
+            .iter()
+            .rposition(|x| x.1 <= p)
+            .unwrap_or(0)
+            .min(k.len() - 2);
+        let t = (p - k[i].1) / (k[i + 1].1 - k[i].1);
+        k[i].0 + t * (k[i + 1].0 - k[i].0)
+    }
+
+    /// The line this calibration takes in a table, without a newline.
+    #[must_use]
+    pub fn line(&self, name: &str) -> alloc::string::String {
+        let mut s = alloc::format!("{name}\t{:.6}", self.spread);
+        for (v, p) in &self.knots {
+            s.push_str(&alloc::format!("\t{v:.6}:{p:.4}"));
+        }
+        s
+    }
+}
+
+/// Linear-interpolated quantile (type 7, as R and numpy default) of sorted values.
+#[must_use]
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let h = (sorted.len() - 1) as f64 * q;
+    let lo = brainscan_sdk::libm::floor(h) as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distinct_values_score_their_mid_rank() {
+        let values: Vec<f64> = (0..100).map(f64::from).collect();
+        let c = Calibration::from_corpus(&values).expect("calibration");
+        assert!(c.knots.len() <= MAX_KNOTS);
+        // 49.5 sits between ranks 49 and 50 of 100: the 50th percentile.
+        assert!((c.percentile(49.5) - 50.0).abs() < 1e-9);
+        assert!((c.percentile(10.0) - 10.5).abs() < 0.3);
+        // The 95 % range 2.475..96.525 over 3.92.
+        assert!((c.spread - 94.05 / 3.92).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_value_shared_by_much_of_the_corpus_scores_the_middle_of_its_run() {
+        let mut values = vec![0.0; 60];
+        values.extend((1..=40).map(f64::from));
+        let c = Calibration::from_corpus(&values).expect("calibration");
+        assert!((c.percentile(0.0) - 30.0).abs() < 1e-9);
+        assert!(c.percentile(20.0) > 70.0 && c.percentile(20.0) < 85.0);
+    }
+
+    #[test]
+    fn tails_are_continuous_and_strictly_increasing() {
+        let values: Vec<f64> = (0..200).map(|i| f64::from(i % 37) * 0.1).collect();
+        let c = Calibration::from_corpus(&values).expect("calibration");
+        let mut last = -1.0;
+        for i in 0..=1000 {
+            let x = -5.0 + f64::from(i) * 0.014;
+            let p = c.percentile(x);
+            assert!(p > last && (0.0..=100.0).contains(&p), "{x}: {p}");
+            last = p;
+        }
+        let (v0, p0) = c.knots[0];
+        assert!((c.percentile(v0) - p0).abs() < 1e-9);
+        for p in [20.0, 50.0, 77.7] {
+            assert!((c.percentile(c.value_at(p)) - p).abs() < 1e-9, "{p}");
+        }
+    }
+
+    #[test]
+    fn refusals_and_the_table_round_trip() {
+        let values: Vec<f64> = (0..100).map(|i| f64::from(i) / 7.0).collect();
+        assert!(Calibration::from_corpus(&values[..39]).is_err());
+        assert!(Calibration::from_corpus(&[1.0; 60]).is_err());
+        let mut two = vec![0.0; 30];
+        two.extend([1.0; 30]);
+        assert!(Calibration::from_corpus(&two).is_err());
+        let mut bad = values.clone();
+        bad[3] = f64::NAN;
+        assert!(Calibration::from_corpus(&bad).is_err());
+        let c = Calibration::from_corpus(&values).expect("calibration");
+        let table = alloc::format!("# corpus\n{}\n", c.line("x"));
+        let back = parse(&table, "x").expect("parses");
+        assert_eq!(back.knots.len(), c.knots.len());
+        assert!((back.percentile(5.0) - c.percentile(5.0)).abs() < 1e-3);
+        assert!(parse(&table, "y").is_none());
+        assert!(parse("x\t1\t0:10\t1:20\n", "x").is_none(), "too few points");
+        assert!(
+            parse("x\t1\t0:10\t1:5\t2:30\n", "x").is_none(),
+            "not increasing"
+        );
+        assert!(
+            parse("x\t0\t0:10\t1:20\t2:30\n", "x").is_none(),
+            "no spread"
+        );
+    }
+}

@@ -1,0 +1,241 @@
+//! The default lenses (issue: qualia v2 part 2, point 6).
+//!
+//! - Their weights are the Neurosynth profiles of their constructs, recomputed here from the
+//!   committed table (a plumbing check that the constants were not hand-edited).
+//! - Their independence, measured on the 0-100 scores of the real test clips plus generated
+//!   probes: the participation ratio of the four (pooled within-clip) must be ≥ 2.5, and
+//!   attention must no longer mirror purchase intent and manipulation. The pairwise
+//!   requirement (no pair above |r| = 0.8 in any clip) is NOT met by qualia 2.1.0; the model
+//!   card says why (at Yeo-7 resolution the memory and reward profiles point the same way),
+//!   and this test pins the two failing pairs so the card cannot go stale.
+
+use std::path::{Path, PathBuf};
+
+use brainscan::grounding::neurosynth::ProfileTable;
+use brainscan_readouts::{LENSES, Readout};
+
+use crate::support::{analyse, ffmpeg, real_media, speech};
+
+/// Unit-length positive credible profile of a construct.
+fn profile(table: &ProfileTable, construct: &str) -> [f64; 7] {
+    let p = table.get(construct).expect("profile row");
+    unit(std::array::from_fn(|n| p.credible(n).max(0.0)))
+}
+
+fn unit(v: [f64; 7]) -> [f64; 7] {
+    let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    v.map(|x| x / norm)
+}
+
+fn sum(a: [f64; 7], b: [f64; 7]) -> [f64; 7] {
+    std::array::from_fn(|i| a[i] + b[i])
+}
+
+#[test]
+fn lens_weights_are_the_committed_profiles() {
+    let t = ProfileTable::load(&ProfileTable::committed_path()).expect("committed table");
+    let pressure = unit(sum(profile(&t, "emotion"), profile(&t, "reward")));
+    let deliberation = profile(&t, "decision_making");
+    let expected: [(&str, [f64; 7]); 6] = [
+        (
+            "attention",
+            unit(sum(
+                sum(profile(&t, "attention"), profile(&t, "visual")),
+                profile(&t, "speech_auditory"),
+            )),
+        ),
+        ("memory", profile(&t, "memory")),
+        ("purchase_intent", profile(&t, "reward")),
+        (
+            "manipulation",
+            unit(std::array::from_fn(|i| pressure[i] - deliberation[i])),
+        ),
+        ("pressure", pressure),
+        ("deliberation", deliberation),
+    ];
+    for (name, want) in expected {
+        let r: Readout = brainscan_readouts::ALL
+            .into_iter()
+            .find(|r| r.name == name)
+            .expect("readout");
+        for (n, (got, want)) in r.weights.iter().zip(want).enumerate() {
+            assert!(
+                (got - want).abs() < 1e-3,
+                "{name} network {n}: {got} vs the table's {want:.4}"
+            );
+        }
+    }
+}
+
+/// Generated probes (none is a stimulus any weight or calibration was built from).
+fn probes(dir: &Path) -> Vec<PathBuf> {
+    let still = "color=c=0x404858:s=320x180:r=25";
+    let narration = speech(
+        dir,
+        "narration.wav",
+        "The old lighthouse keeper climbed the stairs every evening at dusk. He lit the lamp, wiped the salt from the glass, and watched the ships pass far out on the grey water. His daughter wrote letters from the city about her work and her friends.",
+    );
+    let over_still = |name: &str, audio: &[&str]| {
+        let args: Vec<&str> = [
+            &["-f", "lavfi", "-i", still][..],
+            audio,
+            &[
+                "-t",
+                "14",
+                "-shortest",
+                "-c:v",
+                "libx264",
+                "-preset",
+                "ultrafast",
+                "-pix_fmt",
+                "yuv420p",
+                "-c:a",
+                "aac",
+                name,
+            ],
+        ]
+        .concat();
+        ffmpeg(dir, &args);
+        dir.join(name)
+    };
+    let narration = narration.to_str().expect("utf8").to_owned();
+    let silent_video = |name: &str, video: &str| {
+        ffmpeg(
+            dir,
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                video,
+                "-t",
+                "14",
+                "-c:v",
+                "libx264",
+                "-preset",
+                "ultrafast",
+                "-pix_fmt",
+                "yuv420p",
+                name,
+            ],
+        );
+        dir.join(name)
+    };
+    vec![
+        over_still("speech.mp4", &["-i", &narration]),
+        over_still("reversed.mp4", &["-i", &narration, "-af", "areverse"]),
+        over_still(
+            "noise.mp4",
+            &["-f", "lavfi", "-i", "anoisesrc=c=pink:a=0.1:r=22050"],
+        ),
+        over_still(
+            "music.mp4",
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "aevalsrc='0.25*sin(2*PI*220*pow(2,mod(floor(t*4)*7,12)/12)*t)+0.15*sin(2*PI*110*pow(2,mod(floor(t/2)*5,12)/12)*t)':s=22050",
+            ],
+        ),
+        silent_video(
+            "pan.mp4",
+            "testsrc2=s=1280x180:r=25,crop=320:180:x='mod(t*120,960)':y=0",
+        ),
+        silent_video(
+            "flicker.mp4",
+            "testsrc2=s=320x180:r=25,eq=brightness='0.3*(mod(floor(t*8),2)-0.5)':eval=frame",
+        ),
+    ]
+}
+
+fn pearson(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len() as f64;
+    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
+    let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
+    let va: f64 = a.iter().map(|x| (x - ma).powi(2)).sum();
+    let vb: f64 = b.iter().map(|y| (y - mb).powi(2)).sum();
+    cov / (va * vb).sqrt()
+}
+
+#[tokio::test]
+async fn lens_independence_is_measured_and_pinned() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let media = real_media();
+    let mut clips: Vec<PathBuf> = [
+        "trailer_bbb.mp4",
+        "bigbuckbunny.mp4",
+        "bikes.mp4",
+        "carphone_pristine.mp4",
+        "jfk.wav",
+    ]
+    .iter()
+    .map(|c| media.join(c))
+    .collect();
+    clips.extend(probes(dir.path()));
+    let calibrations: Vec<_> = LENSES.iter().map(Readout::calibration).collect();
+    // Within-clip: each pair's r over the clips where both lenses move (a lens whose score
+    // spans under 1 point has no within-clip correlation to speak of).
+    let mut worst = [[0.0f64; 4]; 4];
+    let mut pooled: Vec<[f64; 4]> = Vec::new();
+    for path in &clips {
+        let out = analyse(path).await;
+        let scores: Vec<Vec<f64>> = LENSES
+            .iter()
+            .zip(&calibrations)
+            .map(|(l, c)| {
+                out.networks
+                    .iter()
+                    .map(|r| c.percentile(l.raw(r)))
+                    .collect()
+            })
+            .collect();
+        let moves: Vec<bool> = scores
+            .iter()
+            .map(|s| {
+                s.iter().copied().fold(f64::MIN, f64::max)
+                    - s.iter().copied().fold(f64::MAX, f64::min)
+                    >= 1.0
+            })
+            .collect();
+        for a in 0..4 {
+            for b in a + 1..4 {
+                if moves[a] && moves[b] {
+                    let r = pearson(&scores[a], &scores[b]);
+                    if r.abs() > worst[a][b].abs() {
+                        worst[a][b] = r;
+                    }
+                }
+            }
+        }
+        // Pooled within-clip: each lens centred on its clip mean.
+        let means: Vec<f64> = scores
+            .iter()
+            .map(|s| s.iter().sum::<f64>() / s.len() as f64)
+            .collect();
+        pooled.extend(
+            (0..out.networks.len()).map(|t| std::array::from_fn(|l| scores[l][t] - means[l])),
+        );
+    }
+    let column = |l: usize| pooled.iter().map(|r| r[l]).collect::<Vec<_>>();
+    let corr: [[f64; 4]; 4] =
+        std::array::from_fn(|a| std::array::from_fn(|b| pearson(&column(a), &column(b))));
+    let ev = nalgebra::Matrix4::from_fn(|a, b| corr[a][b]).symmetric_eigenvalues();
+    let pr = ev.iter().sum::<f64>().powi(2) / ev.iter().map(|x| x * x).sum::<f64>();
+    println!("worst within-clip r: {worst:.2?}");
+    println!("pooled within-clip correlation: {corr:.2?}");
+    println!("participation ratio: {pr:.2}");
+    // What the redefinition fixed: attention is no longer the mirror image of purchase intent
+    // and manipulation (v1: r = −0.98 within clip).
+    assert!(corr[0][2] > -0.5 && corr[0][3] > -0.5, "{corr:?}");
+    // The participation-ratio requirement (four lenses carry at least 2.5 dimensions of the
+    // clips' within-clip variation; v1 carried 1.3-1.6).
+    assert!(pr >= 2.5, "participation ratio {pr:.2} is under 2.5");
+    // What it did not fix, pinned as the model card states it (README "Lens independence"):
+    // in clips with only pictures, memory follows attention (both read Visual), and in speech
+    // clips memory and purchase intent move together (both read mostly Limbic).
+    assert!(
+        (worst[1][2] - 0.99).abs() < 0.03 && (worst[0][1] - 0.98).abs() < 0.03,
+        "memory vs purchase intent {:.2}, memory vs attention {:.2}: the card says 0.99 and 0.98; update it",
+        worst[1][2],
+        worst[0][1]
+    );
+}
