@@ -1,6 +1,6 @@
 //! Buy moments: windows where predicted purchase intent stays above the clip's own average.
 //!
-//! The basis is the `purchase_intent` lens series itself (reward − hesitation), so buy
+//! The basis is the `purchase_intent` lens series itself (the `reward` profile readout), so buy
 //! moments always agree with the scores the client sees; when that lens was not scored there
 //! is nothing to read and the answer is `None` (the API's `null`).
 //!
@@ -14,7 +14,8 @@
 //! - `trigger` lists the drivers that flagged the peak second, against the clip's own mean of
 //!   each network: **reward** (limbic above its mean), **personal relevance** (default mode
 //!   above its mean), **drop in skepticism** (frontoparietal or ventral attention below its
-//!   mean). A window always has at least one, since the score is reward − hesitation.
+//!   mean). Since lens-standard 2.0.0 the list can be empty: the valuation readout can also rise on
+//!   ventral attention and frontoparietal activity, which no trigger names.
 
 use alloc::format;
 use alloc::string::{String, ToString};
