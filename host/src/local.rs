@@ -788,6 +788,22 @@ fn files_in(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// One corpus clip's file name and analysis (stimulus time), or `None`, said on stderr, for a
+/// file that is not media or cannot be analysed: a corpus folder may hold other files.
+async fn analyse_corpus_clip(q: &Qualia, path: &Path) -> Option<(String, QualiaOutput)> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match analyse(q, path, true, TimeBase::Stimulus, MAX_SECONDS).await {
+        Ok(a) => Some((name, a)),
+        Err(e) => {
+            eprintln!("skipped {name}: {e:#}");
+            None
+        }
+    }
+}
+
 /// `brainscan model calibrate`: the corpus distribution of every standard readout.
 async fn calibrate(dir: &Path, out: &Path, model: &ModelArgs) -> anyhow::Result<()> {
     use brainscan_readouts::calibration::Calibration;
@@ -802,16 +818,8 @@ async fn calibrate(dir: &Path, out: &Path, model: &ModelArgs) -> anyhow::Result<
         format!("# model: {}", q.model.id()),
     ];
     for path in files_in(dir)? {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let analysed = match analyse(&q, &path, true, TimeBase::Stimulus, MAX_SECONDS).await {
-            Ok(a) => a,
-            Err(e) => {
-                eprintln!("skipped {name}: {e:#}");
-                continue;
-            }
+        let Some((name, analysed)) = analyse_corpus_clip(&q, &path).await else {
+            continue;
         };
         let bytes = std::fs::read(&path)?;
         header.push(format!(
@@ -859,16 +867,8 @@ async fn corpus(dir: &Path, out: &Path, note: String, model: &ModelArgs) -> anyh
     let mut scores: std::collections::BTreeMap<String, Vec<f64>> =
         lenses.iter().map(|l| (l.clone(), Vec::new())).collect();
     for path in &files {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let analysed = match analyse(&q, path, true, TimeBase::Stimulus, MAX_SECONDS).await {
-            Ok(a) => a,
-            Err(e) => {
-                eprintln!("skipped {name}: {e:#}");
-                continue;
-            }
+        let Some((name, analysed)) = analyse_corpus_clip(&q, path).await else {
+            continue;
         };
         let clip = crate::analysis::clip_of(&analysed);
         let (series, _) = runtime

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use brainscan::grounding::neurosynth::ProfileTable;
+use brainscan::grounding::pearson;
 use brainscan_readouts::{LENSES, Readout};
 
 use crate::support::{analyse, ffmpeg, real_media, speech};
@@ -75,51 +76,30 @@ fn probes(dir: &Path) -> Vec<PathBuf> {
         "narration.wav",
         "The old lighthouse keeper climbed the stairs every evening at dusk. He lit the lamp, wiped the salt from the glass, and watched the ships pass far out on the grey water. His daughter wrote letters from the city about her work and her friends.",
     );
+    // 14 s of H.264 (and AAC when there is sound) from the given inputs.
+    let encode = |name: &str, inputs: &[&str]| {
+        let tail = [
+            "-t",
+            "14",
+            "-shortest",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            name,
+        ];
+        ffmpeg(dir, &[inputs, &tail[..]].concat());
+        dir.join(name)
+    };
     let over_still = |name: &str, audio: &[&str]| {
-        let args: Vec<&str> = [
-            &["-f", "lavfi", "-i", still][..],
-            audio,
-            &[
-                "-t",
-                "14",
-                "-shortest",
-                "-c:v",
-                "libx264",
-                "-preset",
-                "ultrafast",
-                "-pix_fmt",
-                "yuv420p",
-                "-c:a",
-                "aac",
-                name,
-            ],
-        ]
-        .concat();
-        ffmpeg(dir, &args);
-        dir.join(name)
+        encode(name, &[&["-f", "lavfi", "-i", still][..], audio].concat())
     };
+    let silent_video = |name: &str, video: &str| encode(name, &["-f", "lavfi", "-i", video]);
     let narration = narration.to_str().expect("utf8").to_owned();
-    let silent_video = |name: &str, video: &str| {
-        ffmpeg(
-            dir,
-            &[
-                "-f",
-                "lavfi",
-                "-i",
-                video,
-                "-t",
-                "14",
-                "-c:v",
-                "libx264",
-                "-preset",
-                "ultrafast",
-                "-pix_fmt",
-                "yuv420p",
-                name,
-            ],
-        );
-        dir.join(name)
-    };
     vec![
         over_still("speech.mp4", &["-i", &narration]),
         over_still("reversed.mp4", &["-i", &narration, "-af", "areverse"]),
@@ -145,15 +125,6 @@ fn probes(dir: &Path) -> Vec<PathBuf> {
             "testsrc2=s=320x180:r=25,eq=brightness='0.3*(mod(floor(t*8),2)-0.5)':eval=frame",
         ),
     ]
-}
-
-fn pearson(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len() as f64;
-    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
-    let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
-    let va: f64 = a.iter().map(|x| (x - ma).powi(2)).sum();
-    let vb: f64 = b.iter().map(|y| (y - mb).powi(2)).sum();
-    cov / (va * vb).sqrt()
 }
 
 #[tokio::test]

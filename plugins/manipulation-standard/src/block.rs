@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 
 use brainscan_readouts::calibration::Calibration;
 use brainscan_readouts::{DELIBERATION, MANIPULATION, PRESSURE};
-use brainscan_sdk::libm::{erf, round};
+use brainscan_sdk::libm::round;
 use brainscan_sdk::text::{clock, line_at};
 use brainscan_sdk::{
     Circuit, Clip, ExposureSecond, Manipulation, Mechanism, PeakMoment, Population, Quadrant,
@@ -28,9 +28,7 @@ const DEFAULT_MODE: usize = 6;
 /// Quadrant axes count as "on" from this score (0-100, 50 the corpus median).
 pub const QUADRANT_ON: f64 = 55.0;
 
-pub fn phi(z: f64) -> f64 {
-    0.5 * (1.0 + erf(z / core::f64::consts::SQRT_2))
-}
+pub use brainscan_readouts::calibration::phi;
 
 pub use brainscan_sdk::stats::round_to;
 

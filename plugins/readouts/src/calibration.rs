@@ -127,10 +127,7 @@ impl Calibration {
         let spread = if range > 1e-9 {
             range / 3.92
         } else {
-            let mean = sorted.iter().sum::<f64>() / n;
-            brainscan_sdk::libm::sqrt(
-                sorted.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n,
-            )
+            brainscan_sdk::stats::std(&sorted)
         };
         let c = Self { knots, spread };
         if c.is_valid() {
