@@ -186,11 +186,18 @@ impl App {
             }
             _ => None,
         };
+        // Only processes that analyse run the face detector.
+        let faces = if config.role.runs_workers() {
+            crate::inference::faces::load_for(&model, &config.models_dir)?
+        } else {
+            None
+        };
         let analyzer = Arc::new(crate::analysis::Analysis {
             qualia: Arc::new(crate::inference::run::Qualia {
                 gpu: Arc::new(gpu),
                 model: Arc::new(model),
                 listener,
+                faces,
             }),
             plugins: registry.clone(),
             benchmarks: benchmarks.map(Arc::new),

@@ -4,6 +4,7 @@
 //! v2 adds speech and language features ([`language`]) and derives its feature set from the
 //! kernel outputs ([`v2`]).
 
+pub mod faces;
 pub mod features;
 pub mod fit;
 pub mod gpu;

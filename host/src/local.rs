@@ -104,7 +104,7 @@ pub enum ModelCommand {
         corpus: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
-        #[arg(long, default_value = "2.1.0")]
+        #[arg(long, default_value = "2.2.0")]
         version: String,
         /// Model format: 2 (v2 features, the default) or 1 (v1 features).
         #[arg(long, default_value_t = 2)]
@@ -259,10 +259,12 @@ fn qualia(args: &ModelArgs) -> anyhow::Result<Qualia> {
     } else {
         None
     };
+    let faces = crate::inference::faces::load_for(&model, &args.models_dir)?;
     Ok(Qualia {
         gpu: Arc::new(gpu),
         model: Arc::new(model),
         listener,
+        faces,
     })
 }
 
@@ -423,6 +425,7 @@ fn stage_ms(out: &QualiaOutput) -> serde_json::Value {
         "prepass": ms(t.prepass),
         "speech": ms(t.speech),
         "language": ms(t.language),
+        "faces": ms(t.faces),
     })
 }
 
@@ -1004,7 +1007,7 @@ async fn isolated_kernels(
                 let loudness = v2::loudness_per_second(&hop_feats, 10, offset);
                 let streams =
                     v2::streams(&raw, &loudness, presence.video, presence.audio, false, None);
-                v2::derive(&raw, &loudness, &streams, None)
+                v2::derive(&raw, &loudness, &streams, None, None)
             } else {
                 raw
             };
@@ -1063,6 +1066,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             gpu: q.gpu.clone(),
             model: Arc::new(Model::embedded_v1()?),
             listener: None,
+            faces: None,
         };
         let mut v1_s = Vec::new();
         for _ in 0..runs {

@@ -4,6 +4,7 @@
 
 mod battery;
 mod cli;
+mod faces;
 mod grounding;
 mod lenses;
 mod parity;

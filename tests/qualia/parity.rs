@@ -348,7 +348,15 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
     );
     let loudness = v2::loudness_per_second(&hf, out.seconds, 3);
     let streams = v2::streams(&raw, &loudness, true, true, false, Some(measured));
-    let derived = v2::derive(&raw, &loudness, &streams, None);
+    // The face features come from the CPU detector (tested against OpenCV in host/faces),
+    // not from a kernel: take them as the scan computed them.
+    let face = v2::feature_index("face_presence").expect("v2 lists faces");
+    let faces: Vec<[f32; 2]> = out
+        .features
+        .chunks_exact(v2::FEATURE_COUNT_V2)
+        .map(|r| [r[face], r[face + 1]])
+        .collect();
+    let derived = v2::derive(&raw, &loudness, &streams, Some(&faces), None);
     assert_close("v2 features", &out.features, &derived);
     let presence = Presence {
         video: true,

@@ -39,10 +39,17 @@ pub fn listener() -> Arc<Listener> {
 
 /// qualia v2 (the default model) with its speech models.
 pub fn qualia() -> Qualia {
+    let model = Model::embedded().expect("embedded model");
+    let faces = brainscan::inference::faces::load_for(
+        &model,
+        &brainscan::config::default_models_dir_from_env(),
+    )
+    .expect("the face cascade (run scripts/fetch-models)");
     Qualia {
         gpu: gpu(),
-        model: Arc::new(Model::embedded().expect("embedded model")),
+        model: Arc::new(model),
         listener: Some(listener()),
+        faces,
     }
 }
 
@@ -60,6 +67,7 @@ pub fn qualia_v1() -> Qualia {
         gpu: gpu(),
         model: Arc::new(Model::embedded_v1().expect("embedded v1 model")),
         listener: None,
+        faces: None,
     }
 }
 

@@ -64,6 +64,9 @@ pub struct StageTimes {
     pub prepass: Duration,
     pub speech: Duration,
     pub language: Duration,
+    /// v2.2, on the CPU beside the visual kernel: the face detector (wall time of its
+    /// batches, each spread over the cores, summed).
+    pub faces: Duration,
 }
 
 impl StageTimes {
@@ -76,6 +79,7 @@ impl StageTimes {
         self.prepass += o.prepass;
         self.speech += o.speech;
         self.language += o.language;
+        self.faces += o.faces;
     }
 }
 

@@ -69,6 +69,30 @@ pub struct Sampling {
     /// pillarbox bars (see `inference::picture`). False in v1 (the whole frame).
     #[serde(default)]
     pub active_picture: bool,
+    /// v2.2: how the face features are sampled (see `inference::faces`). `None` in models
+    /// without face features.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faces: Option<FaceSampling>,
+}
+
+/// The face detector's inputs: which cascade, on what frames, at what settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaceSampling {
+    /// The cascade file, under the models folder (`scripts/fetch-models` installs it).
+    pub cascade: String,
+    /// Its sha256: a model is only run with the detector it was built with.
+    pub cascade_sha256: String,
+    /// Size of the frames the detector reads (a second copy of each frame, from the same
+    /// decode): larger than the model's frames, which are too small for faces.
+    pub width: u32,
+    pub height: u32,
+    /// The detector runs on every `every`-th frame.
+    pub every: u32,
+    /// Smallest face side, as a share of the detail frame's height.
+    pub min_face: f32,
+    /// OpenCV's `scaleFactor` and `minNeighbors`.
+    pub scale_factor: f32,
+    pub min_neighbours: u32,
 }
 
 /// The time axis of the predicted network series. Both are causal: second t only ever uses the
@@ -367,6 +391,18 @@ impl Model {
             || s.hop_offset > 10
             || s.normalise_dbfs
                 .is_some_and(|d| !(-60.0..=0.0).contains(&d))
+            || s.faces.as_ref().is_some_and(|f| {
+                f.width < s.width
+                    || f.height < s.height
+                    || f.width > 1280
+                    || f.height > 720
+                    || !(1..=30).contains(&f.every)
+                    || !(0.0..=1.0).contains(&f.min_face)
+                    || !(1.01..=2.0).contains(&f.scale_factor)
+                    || f.min_neighbours > 20
+                    || f.cascade.contains("..")
+                    || f.cascade.starts_with('/')
+            })
         {
             return Err(ModelError::Incompatible(format!(
                 "unsupported sampling {s:?}"

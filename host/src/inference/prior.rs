@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use super::features::{self, FEATURE_COUNT, FEATURES, Modality};
 use super::language::{AXES, NEUTRAL};
 use super::model::{
-    AxisSpec, FeatureSpec, Manifest, Model, NETWORK_COUNT, Presence, ResponseSpec, Sampling,
-    SemanticSpec, WeightNote,
+    AxisSpec, FaceSampling, FeatureSpec, Manifest, Model, NETWORK_COUNT, Presence, ResponseSpec,
+    Sampling, SemanticSpec, WeightNote,
 };
 use super::v2;
 use crate::grounding::neurosynth::ProfileTable;
@@ -381,6 +381,7 @@ pub fn default_sampling() -> Sampling {
         hop_offset: 0,
         normalise_dbfs: None,
         active_picture: false,
+        faces: None,
     }
 }
 
@@ -495,6 +496,16 @@ pub const FEATURE_CONSTRUCTS: &[(&str, &str, &str)] = &[
         "a jump in loudness captures attention",
     ),
     (
+        "face_presence",
+        "faces",
+        "a face is in view (fusiform face area, amygdala)",
+    ),
+    (
+        "face_area",
+        "faces",
+        "faces fill more of the picture (face-selective responses grow with face size)",
+    ),
+    (
         "loudness",
         "speech_auditory",
         "sound level drives auditory cortex",
@@ -603,6 +614,17 @@ pub fn default_sampling_v2() -> Sampling {
         hop_offset: 3,
         normalise_dbfs: Some(v2::NORMALISED_DBFS as f32),
         active_picture: true,
+        faces: Some(FaceSampling {
+            cascade: "opencv-haarcascades/haarcascade_frontalface_default.xml".into(),
+            cascade_sha256:
+                "sha256:0f7d4527844eb514d4a4948e822da90fbb16a34a0bbbbc6adc6498747a5aafb0".into(),
+            width: 320,
+            height: 180,
+            every: 5,
+            min_face: 0.2,
+            scale_factor: 1.1,
+            min_neighbours: 3,
+        }),
         ..default_sampling()
     }
 }

@@ -4,14 +4,17 @@
 
 use std::path::Path;
 use std::sync::Arc;
+
+use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
+use super::faces::{self, FaceDetector};
 use super::features::Rect;
 use super::features::{FRAME_FEATURES, HOP, HOP_FEATURES, LEAD, WINDOW};
 use super::gpu::{GpuContext, GpuError, StageTimes};
 use super::model::{Model, NETWORK_COUNT, Presence, TimeBase};
 use super::{language, picture, v2};
-use crate::media::decode::{AudioSamples, DecodeError, DecodeSpec, VideoFrames};
+use crate::media::decode::{AudioSamples, DecodeError, DecodeSpec, VideoFrames, split_detail};
 use crate::media::probe::ProbeInfo;
 
 /// Seconds of media per GPU batch.
@@ -109,6 +112,8 @@ pub struct Qualia {
     pub model: Arc<Model>,
     /// Speech models for v2's language features; without them those features are absent.
     pub listener: Option<Arc<Listener>>,
+    /// The face detector, for models with face features (v2.2); `None` otherwise.
+    pub faces: Option<Arc<FaceDetector>>,
 }
 
 struct Stream<T> {
@@ -162,6 +167,11 @@ impl Qualia {
             && d > f64::from(max_seconds) + 0.5
         {
             return Err(QualiaError::TooLong(d, max_seconds));
+        }
+        if self.model.manifest.sampling.faces.is_some() && self.faces.is_none() {
+            return Err(QualiaError::Task(
+                "the model reads faces but no face detector was loaded".into(),
+            ));
         }
         let spec = self.decode_spec();
         let limit = (max_seconds as usize + 1) * spec.fps as usize;
@@ -266,9 +276,13 @@ impl Qualia {
         let decoded_audio = audio.is_some();
         let mut times = StageTimes::default();
         let (mut fv, mut hv) = (Vec::new(), Vec::new());
+        let mut face_seconds = None;
         if let Some(v) = video {
             times.add(&v.times);
             fv = v.values;
+            if self.faces.is_some() {
+                face_seconds = Some(faces::per_second(&v.extra, spec.fps, seconds));
+            }
         }
         if let Some(a) = audio {
             times.add(&a.times);
@@ -318,7 +332,13 @@ impl Qualia {
                         speech: language.is_some(),
                     };
                     (
-                        v2::derive(&raw, &loudness, &streams, language.as_ref()),
+                        v2::derive(
+                            &raw,
+                            &loudness,
+                            &streams,
+                            face_seconds.as_deref().filter(|_| streams.video),
+                            language.as_ref(),
+                        ),
                         presence,
                     )
                 } else {
@@ -385,26 +405,45 @@ impl Qualia {
         limit: usize,
         progress: Option<Progress>,
         rect: Rect,
-    ) -> Result<Stream<()>, QualiaError> {
-        let mut frames = VideoFrames::open(path, spec)?;
-        let len = frames.frame_len();
+    ) -> Result<Stream<Vec<(usize, f32)>>, QualiaError> {
+        // With face features, each decoded frame carries a larger copy for the detector.
+        let detector = self.faces.clone();
+        let mut frames = match &detector {
+            Some(d) => VideoFrames::open_with_detail(path, spec, d.detail())?,
+            None => VideoFrames::open(path, spec)?,
+        };
+        let len = (spec.width * spec.height * 3) as usize;
+        let mut stacked = vec![0u8; frames.frame_len()];
         let batch = BATCH_SECONDS * spec.fps as usize;
         let mut prev: Option<Vec<u8>> = None;
         let mut out = Stream {
             values: Vec::new(),
             count: 0,
             times: StageTimes::default(),
-            extra: (),
+            extra: Vec::new(),
         };
         let mut pending: Option<tokio::task::JoinHandle<VisualBatch>> = None;
+        let mut pending_faces: Option<tokio::task::JoinHandle<FaceBatch>> = None;
         loop {
             let mut data = vec![0u8; (batch + 1) * len];
+            let mut detail_frames = Vec::new();
             let mut k = 0;
             while k < batch && out.count + k < limit {
-                if !frames
-                    .next_frame(&mut data[(k + 1) * len..(k + 2) * len])
-                    .await?
-                {
+                let slot = &mut data[(k + 1) * len..(k + 2) * len];
+                let more = match &detector {
+                    Some(d) => {
+                        let more = frames.next_frame(&mut stacked).await?;
+                        if more {
+                            let detail = split_detail(&stacked, &spec, d.detail(), slot);
+                            if d.samples(out.count + k) {
+                                detail_frames.push((out.count + k, faces::luma(detail)));
+                            }
+                        }
+                        more
+                    }
+                    None => frames.next_frame(slot).await?,
+                };
+                if !more {
                     break;
                 }
                 k += 1;
@@ -426,6 +465,21 @@ impl Qualia {
             pending = Some(tokio::task::spawn_blocking(move || {
                 gpu.visual(&data, w, h, rect)
             }));
+            if let Some(d) = &detector {
+                if let Some(h) = pending_faces.take() {
+                    collect_faces(&mut out, h).await?;
+                }
+                let d = d.clone();
+                pending_faces = Some(tokio::task::spawn_blocking(move || {
+                    let started = Instant::now();
+                    // Frames are independent: spread them over the cores (rayon's pool).
+                    let found = detail_frames
+                        .par_iter()
+                        .map(|(i, luma)| (*i, d.coverage(luma, rect, (w, h))))
+                        .collect();
+                    (found, started.elapsed())
+                }));
+            }
             out.count += k;
             if let Some(p) = &progress {
                 p(out.count as f64 / f64::from(spec.fps));
@@ -436,6 +490,9 @@ impl Qualia {
         }
         if let Some(h) = pending.take() {
             collect_visual(&mut out, h).await?;
+        }
+        if let Some(h) = pending_faces.take() {
+            collect_faces(&mut out, h).await?;
         }
         match frames.finish().await {
             Ok(()) => {}
@@ -539,15 +596,27 @@ impl Qualia {
 }
 
 type VisualBatch = Result<(Vec<f32>, Duration), GpuError>;
+/// The sampled frames' face coverage `(frame index, share)` and the detector's time.
+type FaceBatch = (Vec<(usize, f32)>, Duration);
 type AudioBatch = Result<(Vec<f32>, Duration, Duration), GpuError>;
 
-async fn collect_visual(
-    out: &mut Stream<()>,
+async fn collect_visual<T>(
+    out: &mut Stream<T>,
     h: tokio::task::JoinHandle<VisualBatch>,
 ) -> Result<(), QualiaError> {
     let (v, t) = h.await.map_err(|e| QualiaError::Task(e.to_string()))??;
     out.values.extend(v);
     out.times.visual += t;
+    Ok(())
+}
+
+async fn collect_faces(
+    out: &mut Stream<Vec<(usize, f32)>>,
+    h: tokio::task::JoinHandle<FaceBatch>,
+) -> Result<(), QualiaError> {
+    let (found, t) = h.await.map_err(|e| QualiaError::Task(e.to_string()))?;
+    out.extra.extend(found);
+    out.times.faces += t;
     Ok(())
 }
 

@@ -15,6 +15,7 @@
 //! - **No absolute brightness.** Mean luma moves with a brightness change; v2 keeps only its
 //!   change from second to second.
 
+use super::faces::FACE_FEATURES;
 use super::features::{FEATURE_COUNT, HOP_FEATURES, HOPS_PER_SECOND, Modality};
 use super::language::{LANGUAGE_FEATURES, LanguageFeatures};
 
@@ -33,7 +34,7 @@ const RELATIVE_RANGE: (f64, f64) = (-40.0, 12.0);
 const UNIFORM_CONTRAST: f32 = 0.01;
 
 /// The v2 per-second features, in the order `model.json` lists them.
-pub const FEATURES: [(&str, Modality, &str); 37] = [
+pub const FEATURES: [(&str, Modality, &str); 39] = [
     ("contrast", Modality::Visual, "RMS contrast of luma"),
     (
         "colourfulness",
@@ -69,6 +70,16 @@ pub const FEATURES: [(&str, Modality, &str); 37] = [
         "luma_change",
         Modality::Visual,
         "absolute change of mean luma from the previous second",
+    ),
+    (
+        "face_presence",
+        Modality::Visual,
+        "share of the second's sampled frames (2 per second) with a frontal face at least a fifth of the frame high (OpenCV's Haar cascade)",
+    ),
+    (
+        "face_area",
+        Modality::Visual,
+        "share of the active picture that those faces cover, mean over the sampled frames",
     ),
     (
         "loudness",
@@ -339,14 +350,16 @@ pub fn streams(
     }
 }
 
-/// The v2 feature matrix (`seconds x 37`) from the v1 kernel columns, the per-second loudness
-/// and the language features (`None` when speech was not analysed: those columns are then
-/// absent and take the model's absent value in the response kernel).
+/// The v2 feature matrix (`seconds x 39`) from the v1 kernel columns, the per-second loudness,
+/// the face features (`None` without a picture) and the language features (`None` when speech
+/// was not analysed). Absent columns read 0 here and take the model's absent value in the
+/// response kernel.
 #[must_use]
 pub fn derive(
     raw_v1: &[f32],
     loudness: &[f64],
     streams: &Streams,
+    faces: Option<&[[f32; FACE_FEATURES]]>,
     language: Option<&LanguageFeatures>,
 ) -> Vec<f32> {
     let f1 = FEATURE_COUNT;
@@ -371,6 +384,11 @@ pub fn derive(
         for name in ["motion_coarse", "cut", "saliency", "luma_change"] {
             out.push(col(name));
         }
+        out.extend_from_slice(
+            &faces
+                .and_then(|f| f.get(t).copied())
+                .unwrap_or([0.0; FACE_FEATURES]),
+        );
         out.push(relative(t) as f32);
         for name in [
             "centroid_khz",
@@ -413,7 +431,11 @@ mod tests {
 
     #[test]
     fn the_list_is_grouped_and_the_language_block_fits() {
-        assert_eq!(FEATURE_COUNT_V2, 37);
+        assert_eq!(FEATURE_COUNT_V2, 39);
+        assert_eq!(
+            feature_index("face_area"),
+            feature_index("face_presence").map(|i| i + FACE_FEATURES - 1)
+        );
         let first = feature_index("speech_presence").expect("listed");
         assert_eq!(
             feature_index("axis_imperative"),
@@ -470,13 +492,13 @@ mod tests {
         let loud = [-18.0, -24.0];
         let quiet = [-38.0, -44.0];
         let s = |l: &[f64]| streams(&raw, l, false, true, false, None);
-        let a = derive(&raw, &loud, &s(&loud), None);
-        let b = derive(&quiet_raw, &quiet, &s(&quiet), None);
+        let a = derive(&raw, &loud, &s(&loud), None, None);
+        let b = derive(&quiet_raw, &quiet, &s(&quiet), None, None);
         for (k, (x, y)) in a.iter().zip(&b).enumerate() {
             assert!(
                 (x - y).abs() < 1e-4,
                 "feature {} moved: {x} vs {y}",
-                FEATURES[k % 37].0
+                FEATURES[k % FEATURE_COUNT_V2].0
             );
         }
     }

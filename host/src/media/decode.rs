@@ -173,6 +173,9 @@ async fn read_limited(r: &mut (impl AsyncRead + Unpin), out: &mut String) {
 pub struct VideoFrames {
     pipe: Pipe,
     pub spec: DecodeSpec,
+    /// The geometry of the larger copy of each frame that [`VideoFrames::open_with_detail`]
+    /// stacks below it.
+    detail: Option<(u32, u32)>,
 }
 
 impl VideoFrames {
@@ -188,7 +191,58 @@ impl VideoFrames {
             &spec,
             "video",
         )?;
-        Ok(Self { pipe, spec })
+        Ok(Self {
+            pipe,
+            spec,
+            detail: None,
+        })
+    }
+
+    /// Like [`VideoFrames::open`], with a second copy of every frame at `detail` size (at
+    /// least the frame's), scaled and padded the same way, from the same decode: a frame is
+    /// then the model frame (padded on the right to the detail width) stacked on the detail
+    /// copy. Decoding once matters: the decode, not the scaling, is most of the cost.
+    /// [`split_detail`] takes a frame apart.
+    ///
+    /// # Errors
+    /// As [`VideoFrames::open`]; `Failed` when `detail` is smaller than the frame.
+    pub fn open_with_detail(
+        path: &Path,
+        spec: DecodeSpec,
+        detail: (u32, u32),
+    ) -> Result<Self, DecodeError> {
+        let (dw, dh) = detail;
+        if dw < spec.width || dh < spec.height {
+            return Err(DecodeError::Failed(format!(
+                "detail frames {dw}x{dh} are smaller than the {}x{} frame",
+                spec.width, spec.height
+            )));
+        }
+        let detail_spec = DecodeSpec {
+            width: dw,
+            height: dh,
+            ..spec
+        };
+        let filter = format!(
+            "fps={},split=2[m][d];[m]{},pad={dw}:{}:0:0:color=black[top];[d]{}[bottom];[top][bottom]vstack=inputs=2",
+            spec.fps,
+            Self::geometry(&spec),
+            spec.height,
+            Self::geometry(&detail_spec),
+        );
+        let pipe = Pipe::spawn(
+            path,
+            &[
+                "-map", "0:V:0", "-vf", &filter, "-f", "rawvideo", "-pix_fmt", "rgb24",
+            ],
+            &spec,
+            "video",
+        )?;
+        Ok(Self {
+            pipe,
+            spec,
+            detail: Some(detail),
+        })
     }
 
     /// Only the clip's keyframes (intra frames; no frame-rate conversion), in the same frame
@@ -217,7 +271,11 @@ impl VideoFrames {
             &spec,
             "video",
         )?;
-        Ok(Self { pipe, spec })
+        Ok(Self {
+            pipe,
+            spec,
+            detail: None,
+        })
     }
 
     /// Scale to fit the frame with the aspect kept, centred on black padding.
@@ -228,9 +286,12 @@ impl VideoFrames {
         )
     }
 
-    /// Bytes of one frame.
+    /// Bytes of one frame (with its detail copy, when there is one).
     pub fn frame_len(&self) -> usize {
-        (self.spec.width * self.spec.height * 3) as usize
+        match self.detail {
+            Some((dw, dh)) => (dw * (self.spec.height + dh) * 3) as usize,
+            None => (self.spec.width * self.spec.height * 3) as usize,
+        }
     }
 
     /// Reads the next frame into `frame` (`frame_len()` bytes). `Ok(false)` at the end.
@@ -248,6 +309,27 @@ impl VideoFrames {
     pub async fn finish(self) -> Result<(), DecodeError> {
         self.pipe.finish().await
     }
+}
+
+/// Takes a frame of [`VideoFrames::open_with_detail`] apart: writes the `spec` frame into
+/// `frame` (`width x height x 3` bytes) and returns the detail copy (`detail.0 x detail.1`
+/// RGB24).
+#[must_use]
+pub fn split_detail<'a>(
+    stacked: &'a [u8],
+    spec: &DecodeSpec,
+    detail: (u32, u32),
+    frame: &mut [u8],
+) -> &'a [u8] {
+    let (w, h, dw) = (
+        spec.width as usize * 3,
+        spec.height as usize,
+        detail.0 as usize * 3,
+    );
+    for (row, out) in frame.chunks_exact_mut(w).take(h).enumerate() {
+        out.copy_from_slice(&stacked[row * dw..row * dw + w]);
+    }
+    &stacked[h * dw..]
 }
 
 /// The first audio stream, downmixed to mono f32 at `sample_rate`.
@@ -473,6 +555,59 @@ mod tests {
         assert!(px(2, 45) < 20, "left bar is black: {}", px(2, 45));
         assert!(px(157, 45) < 20, "right bar is black");
         assert!(px(80, 45) > 230, "picture stays white: {}", px(80, 45));
+    }
+
+    #[tokio::test]
+    async fn the_detail_copy_leaves_the_model_frame_bit_identical() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        ffmpeg(
+            dir.path(),
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc2=s=176x144:r=25",
+                "-t",
+                "1",
+                "-c:v",
+                "mpeg4",
+                "-q:v",
+                "3",
+                "clip.mp4",
+            ],
+        );
+        let path = dir.path().join("clip.mp4");
+        let spec = DecodeSpec::default();
+        let mut plain = VideoFrames::open(&path, spec).expect("opens");
+        let mut stacked = VideoFrames::open_with_detail(&path, spec, (320, 180)).expect("opens");
+        assert_eq!(stacked.frame_len(), 320 * 270 * 3);
+        let (mut a, mut b, mut frame) = (
+            vec![0u8; plain.frame_len()],
+            vec![0u8; stacked.frame_len()],
+            vec![0u8; plain.frame_len()],
+        );
+        let mut n = 0;
+        while plain.next_frame(&mut a).await.expect("reads") {
+            assert!(
+                stacked.next_frame(&mut b).await.expect("reads"),
+                "same frame count"
+            );
+            let detail = split_detail(&b, &spec, (320, 180), &mut frame);
+            assert!(frame == a, "frame {n} differs from the plain decode");
+            assert_eq!(detail.len(), 320 * 180 * 3);
+            // The detail copy is the same picture: 176x144 fits as 220x180 at x 50..270.
+            let luma = |f: &[u8], w: usize, x: usize, y: usize| f[(y * w + x) * 3];
+            assert!(luma(detail, 320, 10, 90) < 20 && luma(detail, 320, 310, 90) < 20);
+            let mean = |f: &[u8]| f.iter().map(|v| f64::from(*v)).sum::<f64>() / f.len() as f64;
+            let (m, d) = (mean(&a), mean(detail));
+            assert!((m - d).abs() < 0.03 * m, "same picture: mean {m} vs {d}");
+            n += 1;
+        }
+        assert!(!stacked.next_frame(&mut b).await.expect("reads"));
+        assert_eq!(n, 10);
+        plain.finish().await.expect("clean end");
+        stacked.finish().await.expect("clean end");
+        assert!(VideoFrames::open_with_detail(&path, spec, (80, 45)).is_err());
     }
 
     #[tokio::test]

@@ -1,0 +1,171 @@
+//! qualia v2.2's face features: how much of each second shows a face, and how large.
+//!
+//! Faces drive the fusiform face area (Visual in Yeo-7) and the amygdala and anterior temporal
+//! cortex (Limbic), which the Neurosynth `faces` profile shows and no low-level feature sees.
+//! The detector is OpenCV's trained frontal-face Haar cascade, run by our own implementation
+//! ([`brainscan_faces`]) on a larger copy of every `every`-th frame from the same decode (the
+//! model's 160 x 90 frames are too small: a talking head was found in 14 of 40 frames at that
+//! size, 27 of 40 at 320 x 180). Faces smaller than `min_face` of the frame height are not
+//! looked for: they cost most of the scan time and, at this size, are mostly false hits (on the
+//! street clip of the test media, 5 of 9 frames with a "face" had only such small ones).
+
+use std::path::Path;
+
+use anyhow::Context;
+use brainscan_faces::{Cascade, Options};
+
+use super::features::Rect;
+use super::model::FaceSampling;
+
+/// The per-second face features, in the order `v2::FEATURES` lists them.
+pub const FACE_FEATURES: usize = 2;
+
+/// A loaded cascade with the model's sampling.
+#[derive(Debug)]
+pub struct FaceDetector {
+    cascade: Cascade,
+    pub sampling: FaceSampling,
+}
+
+impl FaceDetector {
+    /// Loads the cascade a model names from the models folder and checks it is the one the
+    /// model was built with.
+    ///
+    /// # Errors
+    /// The file is missing, differs from the model's checksum, or is not a cascade.
+    pub fn load(models_dir: &Path, sampling: &FaceSampling) -> anyhow::Result<Self> {
+        let path = models_dir.join(&sampling.cascade);
+        let hint = "run scripts/fetch-models, or pass --models-dir";
+        let meta = std::fs::metadata(&path)
+            .with_context(|| format!("the face detector's cascade {} ({hint})", path.display()))?;
+        anyhow::ensure!(
+            meta.len() <= brainscan_faces::MAX_FILE_BYTES as u64,
+            "{} is larger than a cascade ({} bytes)",
+            path.display(),
+            meta.len()
+        );
+        let bytes = std::fs::read(&path)?;
+        let found = crate::grounding::sha256(&bytes);
+        anyhow::ensure!(
+            found == sampling.cascade_sha256,
+            "{} has sha256 {found}, the model was built with {} ({hint})",
+            path.display(),
+            sampling.cascade_sha256
+        );
+        let text = String::from_utf8(bytes).context("the cascade is not UTF-8 text")?;
+        let cascade = Cascade::parse(&text).with_context(|| path.display().to_string())?;
+        Ok(Self {
+            cascade,
+            sampling: sampling.clone(),
+        })
+    }
+
+    /// The detail frame size `(width, height)` the decoder should deliver.
+    #[must_use]
+    pub fn detail(&self) -> (u32, u32) {
+        (self.sampling.width, self.sampling.height)
+    }
+
+    /// Whether frame `index` (0-based, at the model's frame rate) is one the detector reads.
+    #[must_use]
+    pub fn samples(&self, index: usize) -> bool {
+        index.is_multiple_of(self.sampling.every.max(1) as usize)
+    }
+
+    /// The share of the active picture (`rect`, in the model's frame geometry, `model_size`)
+    /// that faces cover on one detail frame (its [`luma`]), 0 without a face.
+    #[must_use]
+    pub fn coverage(&self, luma: &[u8], rect: Rect, model_size: (u32, u32)) -> f32 {
+        let (w, h) = self.detail();
+        let opts = Options {
+            scale_factor: f64::from(self.sampling.scale_factor),
+            min_neighbours: self.sampling.min_neighbours as usize,
+            min_size: (self.sampling.min_face * h as f32).round() as u32,
+            step: None,
+        };
+        let faces = brainscan_faces::detect(&self.cascade, luma, w as usize, h as usize, &opts);
+        let (sx, sy) = (
+            f64::from(w) / f64::from(model_size.0),
+            f64::from(h) / f64::from(model_size.1),
+        );
+        let area = (f64::from(rect.width()) * sx * f64::from(rect.height()) * sy) as u64;
+        brainscan_faces::coverage(&faces, area) as f32
+    }
+}
+
+/// The detector a model needs, loaded from the models folder; `None` for models without face
+/// features.
+///
+/// # Errors
+/// As [`FaceDetector::load`].
+pub fn load_for(
+    model: &super::Model,
+    models_dir: &Path,
+) -> anyhow::Result<Option<std::sync::Arc<FaceDetector>>> {
+    model
+        .manifest
+        .sampling
+        .faces
+        .as_ref()
+        .map(|s| FaceDetector::load(models_dir, s).map(std::sync::Arc::new))
+        .transpose()
+}
+
+/// Rec. 601 luma of an RGB24 frame, in integers (as the visual kernel bins it).
+#[must_use]
+pub fn luma(rgb: &[u8]) -> Vec<u8> {
+    rgb.chunks_exact(3)
+        .map(|p| {
+            ((299 * u32::from(p[0]) + 587 * u32::from(p[1]) + 114 * u32::from(p[2]) + 500) / 1000)
+                as u8
+        })
+        .collect()
+}
+
+/// Per-second `[face_presence, face_area]` from the sampled frames `(index, coverage)`:
+/// presence is the share of the second's sampled frames with a face, area their mean
+/// coverage. A second without a sampled frame (the last, partial second of a clip) keeps the
+/// value of the second before: no frame is no evidence that the face went away.
+#[must_use]
+pub fn per_second(samples: &[(usize, f32)], fps: u32, seconds: usize) -> Vec<[f32; FACE_FEATURES]> {
+    let mut sums = vec![(0f32, 0f32, 0u32); seconds];
+    for (index, cover) in samples {
+        if let Some(s) = sums.get_mut(index / fps.max(1) as usize) {
+            s.0 += f32::from(u8::from(*cover > 0.0));
+            s.1 += cover;
+            s.2 += 1;
+        }
+    }
+    let mut last = [0.0; FACE_FEATURES];
+    sums.iter()
+        .map(|(present, cover, n)| {
+            if *n > 0 {
+                last = [present / *n as f32, cover / *n as f32];
+            }
+            last
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_pool_their_own_samples() {
+        // 10 fps, every 5th frame: frames 0 and 5 are second 0, 10 and 15 second 1; second 2
+        // has no sampled frame and holds second 1; frame 40 is past the clip.
+        let s = per_second(
+            &[(0, 0.2), (5, 0.0), (10, 0.1), (15, 0.3), (40, 0.5)],
+            10,
+            3,
+        );
+        assert_eq!(s, vec![[0.5, 0.1], [1.0, 0.2], [1.0, 0.2]]);
+        assert_eq!(per_second(&[], 10, 2), vec![[0.0, 0.0]; 2]);
+    }
+
+    #[test]
+    fn luma_is_rec601() {
+        assert_eq!(luma(&[255, 255, 255, 0, 0, 0, 255, 0, 0]), vec![255, 0, 76]);
+    }
+}
