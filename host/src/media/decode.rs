@@ -183,19 +183,25 @@ impl VideoFrames {
     /// `Missing` when ffmpeg is absent; stream errors surface on read or [`Self::finish`].
     pub fn open(path: &Path, spec: DecodeSpec) -> Result<Self, DecodeError> {
         let filter = format!("fps={},{}", spec.fps, Self::geometry(&spec));
+        Self::spawn_filtered(path, spec, &filter, None)
+    }
+
+    /// The first video stream through `filter`, as raw RGB24 frames.
+    fn spawn_filtered(
+        path: &Path,
+        spec: DecodeSpec,
+        filter: &str,
+        detail: Option<(u32, u32)>,
+    ) -> Result<Self, DecodeError> {
         let pipe = Pipe::spawn(
             path,
             &[
-                "-map", "0:V:0", "-vf", &filter, "-f", "rawvideo", "-pix_fmt", "rgb24",
+                "-map", "0:V:0", "-vf", filter, "-f", "rawvideo", "-pix_fmt", "rgb24",
             ],
             &spec,
             "video",
         )?;
-        Ok(Self {
-            pipe,
-            spec,
-            detail: None,
-        })
+        Ok(Self { pipe, spec, detail })
     }
 
     /// Like [`VideoFrames::open`], with a second copy of every frame at `detail` size (at
@@ -230,19 +236,7 @@ impl VideoFrames {
             spec.height,
             Self::geometry(&detail_spec),
         );
-        let pipe = Pipe::spawn(
-            path,
-            &[
-                "-map", "0:V:0", "-vf", &filter, "-f", "rawvideo", "-pix_fmt", "rgb24",
-            ],
-            &spec,
-            "video",
-        )?;
-        Ok(Self {
-            pipe,
-            spec,
-            detail: Some(detail),
-        })
+        Self::spawn_filtered(path, spec, &filter, Some(detail))
     }
 
     /// Only the clip's keyframes (intra frames; no frame-rate conversion), in the same frame
