@@ -188,7 +188,10 @@ impl App {
         };
         // Only processes that analyse run the face detector.
         let faces = if config.role.runs_workers() {
-            crate::inference::faces::load_for(&model, &config.models_dir)?
+            // Reading and parsing the 1 MB cascade is blocking work, like the speech models.
+            let (sampling, dir) = (model.manifest.sampling.clone(), config.models_dir.clone());
+            tokio::task::spawn_blocking(move || crate::inference::faces::load_for(&sampling, &dir))
+                .await??
         } else {
             None
         };

@@ -259,7 +259,7 @@ fn qualia(args: &ModelArgs) -> anyhow::Result<Qualia> {
     } else {
         None
     };
-    let faces = crate::inference::faces::load_for(&model, &args.models_dir)?;
+    let faces = crate::inference::faces::load_for(&model.manifest.sampling, &args.models_dir)?;
     Ok(Qualia {
         gpu: Arc::new(gpu),
         model: Arc::new(model),

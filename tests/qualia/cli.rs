@@ -2,6 +2,7 @@
 
 use std::process::Command;
 
+use brainscan::inference::model::FaceSampling;
 use brainscan::inference::prior::{CorpusClip, corpus_stats};
 use brainscan::inference::{Model, Presence, Qualia};
 
@@ -161,6 +162,23 @@ fn a_tampered_or_foreign_model_is_refused_with_a_clear_error() {
     foreign.write(dir.path()).expect("write");
     let err = Model::load(dir.path()).expect_err("foreign features");
     assert!(err.to_string().contains("feature list"), "{err}");
+    // A face-sampling block that reads outside the models folder, or detail frames smaller
+    // than the model's own, is refused before anything runs.
+    let escapes: fn(&mut FaceSampling) = |f| f.cascade = "../../etc/passwd".into();
+    let smaller: fn(&mut FaceSampling) = |f| f.width = 80;
+    for spoil in [escapes, smaller] {
+        let mut bad = good.clone();
+        spoil(
+            bad.manifest
+                .sampling
+                .faces
+                .as_mut()
+                .expect("v2.2 samples faces"),
+        );
+        bad.write(dir.path()).expect("write");
+        let err = Model::load(dir.path()).expect_err("bad face sampling");
+        assert!(err.to_string().contains("unsupported sampling"), "{err}");
+    }
 }
 
 #[tokio::test]

@@ -41,7 +41,7 @@ pub fn listener() -> Arc<Listener> {
 pub fn qualia() -> Qualia {
     let model = Model::embedded().expect("embedded model");
     let faces = brainscan::inference::faces::load_for(
-        &model,
+        &model.manifest.sampling,
         &brainscan::config::default_models_dir_from_env(),
     )
     .expect("the face cascade (run scripts/fetch-models)");

@@ -93,18 +93,16 @@ impl FaceDetector {
     }
 }
 
-/// The detector a model needs, loaded from the models folder; `None` for models without face
-/// features.
+/// The detector a model's sampling needs, loaded from the models folder; `None` for models
+/// without face features.
 ///
 /// # Errors
 /// As [`FaceDetector::load`].
 pub fn load_for(
-    model: &super::Model,
+    sampling: &super::model::Sampling,
     models_dir: &Path,
 ) -> anyhow::Result<Option<std::sync::Arc<FaceDetector>>> {
-    model
-        .manifest
-        .sampling
+    sampling
         .faces
         .as_ref()
         .map(|s| FaceDetector::load(models_dir, s).map(std::sync::Arc::new))

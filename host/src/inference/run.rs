@@ -436,7 +436,7 @@ impl Qualia {
                         if more {
                             let detail = split_detail(&stacked, &spec, d.detail(), slot);
                             if d.samples(out.count + k) {
-                                detail_frames.push((out.count + k, faces::luma(detail)));
+                                detail_frames.push((out.count + k, detail.to_vec()));
                             }
                         }
                         more
@@ -475,7 +475,7 @@ impl Qualia {
                     // Frames are independent: spread them over the cores (rayon's pool).
                     let found = detail_frames
                         .par_iter()
-                        .map(|(i, luma)| (*i, d.coverage(luma, rect, (w, h))))
+                        .map(|(i, rgb)| (*i, d.coverage(&faces::luma(rgb), rect, (w, h))))
                         .collect();
                     (found, started.elapsed())
                 }));
