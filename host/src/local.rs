@@ -104,7 +104,7 @@ pub enum ModelCommand {
         corpus: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
-        #[arg(long, default_value = "2.2.0")]
+        #[arg(long, default_value = "2.3.0")]
         version: String,
         /// Model format: 2 (v2 features, the default) or 1 (v1 features).
         #[arg(long, default_value_t = 2)]
@@ -588,7 +588,7 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
                 let axes = crate::inference::language::axis_directions(&embedder)?;
                 prior::build_v2(
                     &version,
-                    mean,
+                    &mean,
                     std,
                     axes,
                     &embedder.model_id,

@@ -155,7 +155,12 @@ fn corpus(runs: &[Run]) -> Vec<prior::CorpusClip> {
 
 /// The statistics of `runs` for `base`'s feature list.
 fn stats(runs: &[Run], base: &Model) -> (Vec<f32>, Vec<f32>) {
-    prior::corpus_stats(&corpus(runs), &base.feature_list(), &base.absent)
+    let (mean, std) = prior::corpus_stats(&corpus(runs), &base.feature_list(), &base.absent);
+    if base.manifest.format >= 2 {
+        (super::v2::centres(&mean), std)
+    } else {
+        (mean, std)
+    }
 }
 
 /// What the fit found.

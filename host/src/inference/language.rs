@@ -284,7 +284,9 @@ pub fn compute(
         }
         if let Some(now) = vector(&texts[t]) {
             for (k, axis) in axes.chunks_exact(DIM).enumerate() {
-                row[4 + k] = dot(now, axis);
+                // Only evidence for an axis drives it: a window about something else reads
+                // as no words on that axis, not as its opposite.
+                row[4 + k] = dot(now, axis).max(0.0);
             }
         }
     }

@@ -218,8 +218,13 @@ pub struct Model {
     pub manifest: Manifest,
     pub features: Vec<String>,
     pub modality: Vec<Modality>,
+    /// What a feature's z-score subtracts (tensor `mean`): the corpus mean in format 1; in
+    /// format 2 the no-stimulus value of drive features and the corpus mean of the others
+    /// (`v2::centres`).
     pub mean: Vec<f32>,
+    /// The spread a z-score divides by: the corpus std, floored (`prior::std_floor`).
     pub std: Vec<f32>,
+    /// The raw value an absent stream's features take (format 2: `mean`, so z = 0).
     pub absent: Vec<f32>,
     /// `7 x F`, networks in [`NETWORKS`] order.
     pub weights: Vec<f32>,

@@ -633,7 +633,7 @@ pub fn default_sampling_v2() -> Sampling {
 #[must_use]
 pub fn build_v2(
     version: &str,
-    mean: Vec<f32>,
+    corpus_mean: &[f32],
     std: Vec<f32>,
     axes: Vec<f32>,
     embedder: &str,
@@ -642,7 +642,7 @@ pub fn build_v2(
 ) -> Model {
     let (weights, notes) = grounded_weights(profiles);
     let mut provenance = prior_provenance(
-        "Weights are a prior derived from data, not fitted: each feature's weights are the Neurosynth v7 network profile (positive log odds, 95% bootstrap interval above 0) of the construct it indexes. They are NOT fitted to fMRI. On real fMRI (Alice, first half) they predict language regions at mean r 0.18, below loudness alone (0.30): read results as directional prior-model predictions, not measurements. Feature statistics come from the reference corpus below; absent streams read as the corpus mean.",
+        "Weights are a prior derived from data, not fitted: each feature's weights are the Neurosynth v7 network profile (positive log odds, 95% bootstrap interval above 0) of the construct it indexes. They are NOT fitted to fMRI. On real fMRI (Alice, first half) they predict language regions at mean r 0.21, below loudness alone (0.30): read results as directional prior-model predictions, not measurements. Drive features (how much there is to see, hear or understand) are scaled from their value with no stimulus, so 0 on a network is rest and an absent stream, silence or a uniform frame reads as no drive; the other features are centred on the reference corpus below, and every feature's spread comes from that corpus.",
         corpus,
     );
     provenance.insert(
@@ -691,8 +691,8 @@ pub fn build_v2(
     Model {
         features: v2::FEATURES.iter().map(|f| f.0.to_owned()).collect(),
         modality: v2::FEATURES.iter().map(|f| f.1).collect(),
-        absent: mean.clone(),
-        mean,
+        absent: v2::centres(corpus_mean),
+        mean: v2::centres(corpus_mean),
         std,
         weights,
         bias: vec![0.0; NETWORK_COUNT],

@@ -162,7 +162,7 @@ pub const FEATURES: [(&str, Modality, &str); 39] = [
     (
         "axis_social",
         Modality::Speech,
-        "projection of the last 4 s of transcript on the social/people axis",
+        "projection of the last 4 s of transcript on the social/people axis, floored at 0 (as every axis: only evidence for an axis drives it)",
     ),
     (
         "axis_emotion",
@@ -197,6 +197,49 @@ pub const FEATURES: [(&str, Modality, &str); 39] = [
 ];
 
 pub const FEATURE_COUNT_V2: usize = FEATURES.len();
+
+/// The value a feature takes when its stream carries nothing: silence, a uniform field, a
+/// second without words. `Some` for the features that measure *drive* (how much there is to
+/// see, hear or understand), `None` for those that describe the character of a stream that is
+/// there (spectral shape, centroid, flatness, bass share) and for the presence flags.
+///
+/// v2 scales drive features from this value, not from the corpus mean (see [`centres`]), so
+/// the networks' zero is rest: no stimulus. A silent second inside a clip, a silent track and
+/// a muted clip then read the same, and a present stream can only add drive to the networks its
+/// features weigh (every prior weight is ≥ 0). Under corpus-mean centring a muted clip read as
+/// typical sound, so muting a clip whose speech was sparser than the corpus's raised memory
+/// 36 → 66 (qualia 2.2.0).
+#[must_use]
+pub fn no_drive(name: &str) -> Option<f32> {
+    match name {
+        // A uniform field: no contrast, colour, edges, change, structure or faces (the kernels'
+        // own output for one; saliency's peak over mean reads 0 there, see visual.wgsl).
+        "contrast" | "colourfulness" | "edges" | "flicker" | "motion_coarse" | "cut"
+        | "saliency" | "luma_change" | "face_presence" | "face_area" => Some(0.0),
+        // Silence: relative loudness at the bottom of its range, no change, onsets or
+        // speech-band energy.
+        "loudness" => Some(RELATIVE_RANGE.0 as f32),
+        "flux" | "onset_strength" | "speech_ratio" | "loudness_change" | "syllabic"
+        | "onset_rate" => Some(0.0),
+        // No words: no voice, no words, no change of topic, no projection on any axis (axes
+        // are floored at 0 in `language::compute`, so only evidence for an axis drives it).
+        "speech_presence" | "word_rate" | "intelligibility" | "semantic_change" | "axis_social"
+        | "axis_emotion" | "axis_numbers" | "axis_imperative" => Some(0.0),
+        _ => None,
+    }
+}
+
+/// What v2's z-scores subtract, per feature: the no-drive value of a drive feature
+/// ([`no_drive`]), the corpus mean (`corpus_mean`) of the others. An absent stream takes the
+/// same value, so it reads z = 0: no drive, the networks' rest.
+#[must_use]
+pub fn centres(corpus_mean: &[f32]) -> Vec<f32> {
+    FEATURES
+        .iter()
+        .zip(corpus_mean)
+        .map(|((name, _, _), mean)| no_drive(name).unwrap_or(*mean))
+        .collect()
+}
 
 /// Index of a v2 feature by name.
 #[must_use]
@@ -501,6 +544,48 @@ mod tests {
                 FEATURES[k % FEATURE_COUNT_V2].0
             );
         }
+    }
+
+    #[test]
+    fn a_silent_black_second_inside_a_clip_reads_as_an_absent_stream() {
+        // The kernels' output for a black frame and silence (v1's absent values), inside a clip
+        // whose streams are present elsewhere: every drive feature takes its no-drive value,
+        // so silence within a clip and a missing stream read the same (z = 0, rest).
+        let raw = super::super::prior::absent_values();
+        let present = Streams {
+            video: true,
+            audio: true,
+            loudness_dbfs: Some(-23.0),
+            low_signal: false,
+        };
+        let words = LanguageFeatures {
+            per_second: vec![0.0; LANGUAGE_FEATURES],
+            detected: true,
+        };
+        let row = derive(
+            &raw,
+            &[FLOOR_DBFS],
+            &present,
+            Some(&[[0.0; FACE_FEATURES]]),
+            Some(&words),
+        );
+        for (k, (name, _, _)) in FEATURES.iter().enumerate() {
+            if let Some(v) = no_drive(name) {
+                assert!((row[k] - v).abs() < 1e-6, "{name}: {} vs {v}", row[k]);
+            }
+        }
+    }
+
+    #[test]
+    fn every_feature_with_a_prior_weight_has_a_no_drive_value() {
+        // A weighted feature centred on the corpus mean could push a network below rest when
+        // its stream is there but weak, so removing the stream would raise the network.
+        for (name, _, _) in super::super::prior::FEATURE_CONSTRUCTS {
+            assert!(no_drive(name).is_some(), "{name} has a prior weight");
+        }
+        let centre = centres(&[7.0; FEATURE_COUNT_V2]);
+        assert_eq!(centre[feature_index("loudness").expect("v2")], -40.0);
+        assert_eq!(centre[feature_index("centroid_khz").expect("v2")], 7.0);
     }
 
     #[test]
