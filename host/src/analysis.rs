@@ -67,6 +67,9 @@ pub struct PluginOutputs {
     pub scored_by: BTreeMap<String, String>,
 }
 
+/// The lens buy moments are read from.
+const BUY_BASIS: &str = "purchase_intent";
+
 /// Runs the plugin stage on one snapshot: one call per lens plugin for the lenses it
 /// provides, then moments, then manipulation when that lens was requested.
 ///
@@ -80,8 +83,17 @@ pub async fn run_plugins(
 ) -> Result<PluginOutputs, StageError> {
     let runtime = plugins.runtime();
     let mut out = PluginOutputs::default();
+    // Buy moments are read from the purchase-intent series, and the spec gives them whenever
+    // reasons are on, not only when that lens was asked for: it is scored for the moments
+    // plugin either way, and kept out of the result's lenses and moments when not requested.
+    let mut scoring = lenses.to_vec();
+    if !lenses.iter().any(|l| l == BUY_BASIS) {
+        scoring.push(BUY_BASIS.to_owned());
+    }
+    // A plugin that ran only for that basis is listed after those that scored the request.
+    let mut basis_only = Vec::new();
     for plugin in &active.lens {
-        let wanted: Vec<String> = lenses
+        let wanted: Vec<String> = scoring
             .iter()
             .filter(|l| plugin.manifest.provides.contains(l))
             .cloned()
@@ -93,12 +105,19 @@ pub async fn run_plugins(
             Ok(v) => v,
             Err(e) => return Err(failed(plugins, e).await),
         };
-        out.ran.push(provenance_entry(plugin));
+        if wanted.iter().any(|l| lenses.contains(l)) {
+            out.ran.push(provenance_entry(plugin));
+        } else {
+            let mut entry = provenance_entry(plugin);
+            entry["for"] = serde_json::json!("buy_moments");
+            basis_only.push(entry);
+        }
         for s in &series {
             out.scored_by.insert(s.lens.clone(), plugin.manifest.id());
         }
         out.series.extend(series);
     }
+    out.ran.extend(basis_only);
     // Keep the request's lens order.
     out.series.sort_by_key(|s| {
         lenses
@@ -108,13 +127,16 @@ pub async fn run_plugins(
     });
     if let Some(plugin) = &active.moments {
         match runtime.detect(plugin, clip, &out.series).await {
-            Ok((d, _)) => {
+            Ok((mut d, _)) => {
                 out.ran.push(provenance_entry(plugin));
+                d.moments.retain(|m| lenses.contains(&m.lens));
                 out.detection = Some(d);
             }
             Err(e) => return Err(failed(plugins, e).await),
         }
     }
+    out.series.retain(|s| lenses.contains(&s.lens));
+    out.scored_by.retain(|lens, _| lenses.contains(lens));
     if lenses.iter().any(|l| l == "manipulation")
         && let Some(plugin) = &active.manipulation
     {
@@ -244,7 +266,11 @@ pub fn assemble(
                 raw: row.map(f64::from),
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    // The spec: duration_sec equals the number of timeline entries. Every second that holds
+    // media gets an entry, so the length is rounded up: a 30.03 s clip has 31 entries, the
+    // last covering 0.03 s, and reports 31.
+    let duration_sec = timeline.len() as f64;
     let overall = overall_score(&outputs.series);
     let (moments, summary, buy_moments) = match outputs.detection {
         Some(d) => (
@@ -258,7 +284,7 @@ pub fn assemble(
     ScanResult {
         overall_score: overall,
         grade: overall.map(|s| result::grade_for(s).to_owned()),
-        duration_sec: clip.duration_sec,
+        duration_sec,
         lenses,
         timeline,
         moments,

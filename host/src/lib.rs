@@ -12,6 +12,7 @@ pub mod artifacts;
 pub mod auth;
 pub mod benchmark;
 pub mod billing;
+pub mod charge;
 pub mod cli;
 pub mod clock;
 pub mod config;

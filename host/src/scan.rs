@@ -210,17 +210,19 @@ pub fn normalise_input(raw: &RawInput) -> Result<InputSpec, RequestError> {
 }
 
 /// De-duplicates and filters the requested lenses, keeping first-seen order; applies the
-/// default three when none were given. `available` is every lens name the service can score.
+/// default three when none were given, and when nothing of what was given is a lens (an empty
+/// list, or only unknown names): the spec ignores unknown values, so such a request is the
+/// same as one that names no lens. `available` is every lens name the service can score.
 pub fn normalise_lenses(requested: Option<&[String]>, available: &[String]) -> Vec<String> {
-    let Some(requested) = requested else {
-        return DEFAULT_LENSES.iter().map(|s| (*s).to_owned()).collect();
-    };
     let mut out: Vec<String> = Vec::new();
-    for lens in requested {
+    for lens in requested.unwrap_or_default() {
         let lens = lens.trim();
         if available.iter().any(|a| a == lens) && !out.iter().any(|o| o == lens) {
             out.push(lens.to_owned());
         }
+    }
+    if out.is_empty() {
+        return DEFAULT_LENSES.iter().map(|s| (*s).to_owned()).collect();
     }
     out
 }
@@ -344,7 +346,13 @@ mod tests {
             ),
             s(&["memory", "attention"])
         );
-        assert!(normalise_lenses(Some(&s(&["emotion"])), &available).is_empty());
+        for ignored in [s(&["emotion"]), Vec::new(), s(&["bogus", " "])] {
+            assert_eq!(
+                normalise_lenses(Some(&ignored), &available),
+                s(&DEFAULT_LENSES),
+                "{ignored:?}"
+            );
+        }
     }
 
     #[test]

@@ -101,6 +101,19 @@ pub async fn deliver(app: &Arc<App>, job: &ClaimedJob) -> Result<(), StageError>
         .get_scan(&payload.org_id, &payload.scan_id)
         .await
         .map_err(|e| internal(e.to_string()))?;
+    // The body is the whole result: it leaves the service here, so an unfetched scan is
+    // charged now (once, whichever route releases it first; see crate::charge).
+    if row.status == "complete" && row.charged_at.is_none() {
+        crate::charge::on_release(
+            &app.db,
+            &payload.org_id,
+            &payload.scan_id,
+            app.clock.now(),
+            "webhook",
+        )
+        .await
+        .map_err(|e| internal(e.to_string()))?;
+    }
     let mut view = crate::api::views::scan_view(&row).map_err(|e| internal(e.to_string()))?;
     // No request here: the link needs the configured public URL (or S3), else it is null.
     let base = crate::api::views::public_base(app, None);

@@ -36,7 +36,7 @@ async fn wallet_has_every_field() {
             "object": "wallet", "currency": "usd",
             "deposit_balance_usd": 20.0, "free_credit_remaining_usd": 2.5, "free_credit_monthly_usd": 2.5,
             "free_credit_period_start": "2026-11-01", "total_available_usd": 22.5,
-            "price_per_scan_usd": {"qualia": 2.5}, "scans_remaining_estimate": 9
+            "reserved_usd": 0.0, "price_per_scan_usd": {"qualia": 2.5}, "scans_remaining_estimate": 9
         })
     );
     t.stop().await;
@@ -54,24 +54,37 @@ async fn free_credit_then_deposit_then_402_and_month_rollover() {
     assert_eq!(money(&t.wallet(&org).await), (3.0, 2.5, 5.5, 2));
 
     let first = complete_one(&t, &org).await;
-    // Completed but not fetched: nothing charged yet, but the scan is owed.
-    assert_eq!(money(&t.wallet(&org).await), (3.0, 2.5, 5.5, 2));
+    // Completed but not fetched: nothing charged yet, but the scan is owed, so it is
+    // reserved and what a new scan can draw on is net of it.
+    let w = t.wallet(&org).await;
+    assert_eq!(money(&w), (3.0, 2.5, 3.0, 1));
+    assert_eq!(w["reserved_usd"], 2.5);
     let second = complete_one(&t, &org).await;
-    // Two owed scans ($5.00) leave $0.50: a third is refused before any work.
+    // Two owed scans ($5.00) leave $0.50: the wallet says no scan is left, and a third is
+    // refused before any work, as it predicts.
+    let w = t.wallet(&org).await;
+    assert_eq!(money(&w), (3.0, 2.5, 0.5, 0));
+    assert_eq!(w["reserved_usd"], 5.0);
     let (s, err) = t.submit_tone(&org, json!({})).await;
     assert_eq!(
         (s.as_u16(), err["error"].as_str()),
         (402, Some("insufficient_balance")),
         "{err}"
     );
+    // Refused before the media host is asked anything: no probe for a caller who cannot pay.
+    let counted = t.media.url("/flaky/tone.wav?fail=0");
+    let (s, _) = t.submit_url(&org, "audio", &counted).await;
+    assert_eq!(s.as_u16(), 402);
+    let hits = t.media.state.hits.lock().expect("lock").clone();
+    assert_eq!(hits.get("flaky/tone.wav/0"), None, "{hits:?}");
 
-    // First fetch settles: free credit first.
+    // First fetch settles: free credit first. The second scan is still reserved.
     let (s, _) = t.get(&org, &format!("/scans/{first}")).await;
     assert_eq!(s.as_u16(), 200);
-    assert_eq!(money(&t.wallet(&org).await), (3.0, 0.0, 3.0, 1));
+    assert_eq!(money(&t.wallet(&org).await), (3.0, 0.0, 0.5, 0));
     // Second fetch of the same scan charges nothing more.
     t.get(&org, &format!("/scans/{first}")).await;
-    assert_eq!(money(&t.wallet(&org).await), (3.0, 0.0, 3.0, 1));
+    assert_eq!(money(&t.wallet(&org).await), (3.0, 0.0, 0.5, 0));
     // The next scan comes out of the deposit.
     t.get(&org, &format!("/scans/{second}")).await;
     assert_eq!(money(&t.wallet(&org).await), (0.5, 0.0, 0.5, 0));
@@ -143,5 +156,123 @@ async fn fifty_concurrent_first_fetches_charge_exactly_once() {
     // The scan is in the organisation's memory exactly once.
     let (_, intel) = t.get(&org, "/intelligence").await;
     assert_eq!(intel["scan_count"], 1);
+    t.stop().await;
+}
+
+/// The scan's entry in the organisation's list.
+async fn listed(t: &TestApp, org: &crate::support::Org, id: &str) -> Value {
+    let (_, list) = t.get(org, "/scans").await;
+    list["scans"]
+        .as_array()
+        .expect("scans")
+        .iter()
+        .find(|s| s["scan_id"] == id)
+        .expect("listed")
+        .clone()
+}
+
+/// Waits until the media server has received `n` webhook deliveries.
+async fn hooks_received(t: &TestApp, n: usize) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let hooks = t.media.state.hooks.lock().expect("lock").clone();
+        if hooks.len() >= n {
+            return hooks
+                .iter()
+                .map(|(_, body)| serde_json::from_slice(body).expect("json body"))
+                .collect();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no webhook delivery"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A completed result is charged once, at the first moment it leaves the service, whichever
+/// route that is: the webhook body, `POST /analyze`, or `GET`. The list does not show an
+/// uncharged result's summary.
+#[tokio::test]
+async fn every_route_that_releases_a_result_charges_it_once() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 2_000).await;
+
+    // The webhook delivers the whole result: that is the release.
+    let hook = t.media.url("/hook");
+    let (_, b) = t.submit_tone(&org, json!({"webhook_url": hook})).await;
+    let by_hook = b["scan_id"].as_str().expect("id").to_owned();
+    assert_eq!(t.wait_final(&by_hook).await, "complete");
+    let delivered = hooks_received(&t, 1).await;
+    assert_eq!(delivered[0]["status"], "complete");
+    assert!(delivered[0]["timeline"].is_array(), "{}", delivered[0]);
+    assert_eq!(t.app.db.charge_count(&by_hook).await.expect("count"), 1);
+    t.get(&org, &format!("/scans/{by_hook}")).await;
+    assert_eq!(t.app.db.charge_count(&by_hook).await.expect("count"), 1);
+
+    // Before any fetch, the list shows only where the scan stands.
+    let by_analyze = complete_one(&t, &org).await;
+    let entry = listed(&t, &org, &by_analyze).await;
+    assert_eq!(entry["status"], "complete");
+    assert!(
+        entry["summary"]
+            .as_str()
+            .expect("summary")
+            .starts_with("Complete: fetch"),
+        "{entry}"
+    );
+    assert_eq!(t.app.db.charge_count(&by_analyze).await.expect("count"), 0);
+    // POST /analyze reads part of the result: charged, once.
+    let (s, r) = t
+        .post(&org, "/analyze", &json!({"scan_id": by_analyze}))
+        .await;
+    assert_eq!(s.as_u16(), 200, "{r}");
+    assert_eq!(t.app.db.charge_count(&by_analyze).await.expect("count"), 1);
+    t.post(&org, "/analyze", &json!({"scan_id": by_analyze}))
+        .await;
+    let (_, scan) = t.get(&org, &format!("/scans/{by_analyze}")).await;
+    assert_eq!(t.app.db.charge_count(&by_analyze).await.expect("count"), 1);
+    // Charged: the list now carries the result's own summary.
+    let entry = listed(&t, &org, &by_analyze).await;
+    assert_eq!(entry["summary"], scan["summary"], "{entry}");
+
+    // Two scans charged, $5.00: $2.50 free credit and $2.50 of the deposit.
+    assert_eq!(money(&t.wallet(&org).await), (17.5, 0.0, 17.5, 7));
+    t.stop().await;
+}
+
+/// The webhook delivery and client fetches racing for the same completed scan: one charge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_webhook_racing_fetches_charges_once() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 2_000).await;
+    let hook = t.media.url("/hook");
+    let (_, b) = t.submit_tone(&org, json!({"webhook_url": hook})).await;
+    let id = b["scan_id"].as_str().expect("id").to_owned();
+    // Fetchers poll from before completion, so they hit the scan as the webhook job starts.
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (http, url, key) = (
+            t.http.clone(),
+            t.url(&format!("/scans/{id}")),
+            org.key.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let r = http.get(&url).bearer_auth(&key).send().await.expect("send");
+                let v: Value = r.json().await.expect("json");
+                if v["status"] == "complete" {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("join");
+    }
+    hooks_received(&t, 1).await;
+    assert_eq!(t.app.db.charge_count(&id).await.expect("count"), 1);
+    assert_eq!(money(&t.wallet(&org).await).2, 20.0);
     t.stop().await;
 }

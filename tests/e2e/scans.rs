@@ -30,12 +30,19 @@ async fn create_normalises_lenses_and_model_and_answers_202() {
         json!(["attention", "purchase_intent", "manipulation"])
     );
 
-    let (s, body) = t
-        .submit(&org, "clip.mp4", json!({"lenses": ["emotion"]}))
-        .await;
-    assert_eq!(s, StatusCode::BAD_REQUEST);
-    assert_eq!(body["error"], "invalid_request");
-    assert_eq!(body["field"], "lenses");
+    // Unknown values are ignored (spec): a list with nothing else in it, or an empty one, is
+    // the same as no list.
+    for lenses in [json!(["emotion"]), json!([]), json!(["emotion", "bogus"])] {
+        let (s, body) = t
+            .submit(&org, "clip.mp4", json!({ "lenses": lenses }))
+            .await;
+        assert_eq!(s, StatusCode::ACCEPTED, "{lenses}: {body}");
+        assert_eq!(
+            body["lenses"],
+            json!(["attention", "purchase_intent", "manipulation"]),
+            "{lenses}"
+        );
+    }
     t.stop().await;
 }
 
@@ -188,6 +195,48 @@ async fn invalid_bodies_get_the_error_envelope() {
     // Nothing above was stored.
     let (_, list) = t.get(&org, "/scans").await;
     assert_eq!(list["total"], 0);
+    t.stop().await;
+}
+
+/// An MP4 whose index (`moov`) is at its end, larger than the submit-time probe reads from
+/// its start: the end is read by a Range request and the clip is refused up front. A host that
+/// ignores ranges gets the clip accepted, and the worker refuses it.
+#[tokio::test]
+async fn over_three_minutes_is_refused_up_front_from_the_end_of_the_file() {
+    // long.mp4 is 7.7 KB with its moov in the last 2.6 KB: 3000 bytes from either end.
+    let t = TestApp::start_with(
+        |c| c.fetch.probe_bytes = 3000,
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    let org = t.org("acme", 1_000).await;
+    let before = t.wallet(&org).await;
+    let (s, body) = t
+        .submit_url(&org, "video", &t.media.url("/ranged/long.mp4"))
+        .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"], "video_too_long");
+    assert!(
+        body["message"]
+            .as_str()
+            .expect("message")
+            .contains("200.0 seconds"),
+        "{body}"
+    );
+    assert_eq!(t.wallet(&org).await, before);
+
+    let (s, body) = t.submit(&org, "long.mp4", json!({})).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "a host without ranges: {body}");
+    let id = body["scan_id"].as_str().expect("id");
+    assert_eq!(t.wait_final(id).await, "error");
+    let (_, scan) = t.get(&org, &format!("/scans/{id}")).await;
+    assert!(
+        scan["error"]
+            .as_str()
+            .expect("error")
+            .starts_with("video_too_long"),
+        "{scan}"
+    );
     t.stop().await;
 }
 
@@ -460,6 +509,13 @@ async fn health_readiness_and_metrics() {
         .expect("send");
     assert_eq!(r.status().as_u16(), 200);
     assert!(r.headers().get("x-request-id").is_some());
+    // A made-up method is counted, under a fixed label (no series per client-chosen token).
+    let brew = reqwest::Method::from_bytes(b"BREWCOFFEE").expect("method");
+    t.http
+        .request(brew, format!("{}/healthz", t.base))
+        .send()
+        .await
+        .expect("send");
     let text = t
         .http
         .get(format!("{}/metrics", t.base))
@@ -470,6 +526,8 @@ async fn health_readiness_and_metrics() {
         .await
         .expect("text");
     assert!(text.contains("brainscan_http_requests_total"), "{text}");
+    assert!(!text.contains("BREWCOFFEE"), "{text}");
+    assert!(text.contains("method=\"OTHER\""), "{text}");
     assert!(
         text.contains("brainscan_scans{status=\"complete\"}"),
         "{text}"

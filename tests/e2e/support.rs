@@ -137,6 +137,40 @@ async fn media(State(s): State<Arc<ServerState>>, AxPath(name): AxPath<String>) 
     }
 }
 
+/// Serves the file honouring a `Range: bytes=a-b` request (206 with `Content-Range`), as
+/// object stores and CDNs do; `/media` ignores ranges.
+async fn ranged(
+    State(s): State<Arc<ServerState>>,
+    AxPath(name): AxPath<String>,
+    headers: HeaderMap,
+) -> Response {
+    let Ok(bytes) = std::fs::read(s.dir.join(&name)) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let total = bytes.len() as u64;
+    let range = headers
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("bytes="))
+        .and_then(|v| v.split_once('-'))
+        .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)));
+    match range {
+        Some((a, b)) if a < total => {
+            let b = b.min(total - 1);
+            (
+                StatusCode::PARTIAL_CONTENT,
+                [
+                    (header::CONTENT_TYPE, content_type(&name).to_owned()),
+                    (header::CONTENT_RANGE, format!("bytes {a}-{b}/{total}")),
+                ],
+                bytes[a as usize..=b as usize].to_vec(),
+            )
+                .into_response()
+        }
+        _ => ([(header::CONTENT_TYPE, content_type(&name))], bytes).into_response(),
+    }
+}
+
 /// Streams the file slowly: 2 KiB every 100 ms.
 async fn slow(State(s): State<Arc<ServerState>>, AxPath(name): AxPath<String>) -> Response {
     let Ok(bytes) = std::fs::read(s.dir.join(&name)) else {
@@ -204,6 +238,7 @@ pub async fn media_server() -> MediaServer {
     let router = Router::new()
         .route("/media/{name}", get(media))
         .route("/slow/{name}", get(slow))
+        .route("/ranged/{name}", get(ranged))
         .route("/flaky/{name}", get(flaky))
         .route("/redirect", get(redirect))
         .route("/hook", post(hook))
@@ -317,7 +352,8 @@ pub fn fixture_result(duration: f64, lenses: &[String]) -> ScanResult {
     ScanResult {
         overall_score: Some(61.0),
         grade: Some(grade_for(61.0).into()),
-        duration_sec: duration,
+        // As the real assembly reports it: the timeline's length (rounded-up seconds).
+        duration_sec: f64::from(t),
         lenses: lenses.to_vec(),
         timeline,
         moments,
@@ -411,7 +447,6 @@ pub fn config(dir: &Path) -> ServeConfig {
     c.queue.heartbeat_ms = 500;
     c.queue.shutdown_grace_secs = 2;
     c.webhook.webhook_retry_base_ms = 100;
-    c.fetch.fetch_allow_addrs = vec!["127.0.0.1:1".parse().expect("addr")];
     c.http.key_cache_secs = 1;
     c.http.rate_limit_per_sec = 10_000;
     c.http.rate_limit_burst = 10_000;
@@ -428,7 +463,11 @@ impl TestApp {
         analyzer: Arc<dyn Analyzer>,
     ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
+        let media = media_server().await;
         let mut c = config(dir.path());
+        // The loopback media and webhook server, on its port only: 127.0.0.1 on any other
+        // port, other loopback addresses and `localhost` stay refused (tests/e2e/ssrf.rs).
+        c.fetch.fetch_allow_addrs = vec![media.addr];
         tweak(&mut c);
         let clock = ShiftedClock::new();
         let app = App::build(c, clock.clone(), analyzer).await.expect("app");
@@ -442,7 +481,7 @@ impl TestApp {
             clock,
             base,
             http: reqwest::Client::new(),
-            media: media_server().await,
+            media,
             running: Some(running),
             dir,
         }

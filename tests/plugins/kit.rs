@@ -102,7 +102,10 @@ pub struct Service {
 
 pub async fn service(tweak: impl FnOnce(&mut ServeConfig)) -> Service {
     let dir = tempfile::tempdir().expect("tempdir");
+    let media = crate::support::media_server().await;
     let mut config = crate::support::config(dir.path());
+    // The loopback media server, on its port only (as tests/e2e/support.rs does).
+    config.fetch.fetch_allow_addrs = vec![media.addr];
     tweak(&mut config);
     let db = App::open_db(&config).await.expect("db");
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
@@ -129,7 +132,7 @@ pub async fn service(tweak: impl FnOnce(&mut ServeConfig)) -> Service {
         app,
         registry,
         http: reqwest::Client::new(),
-        media: crate::support::media_server().await,
+        media,
         running: Some(running),
         dir,
     }

@@ -231,10 +231,15 @@ async fn a_custom_lens_is_offered_once_active_and_conflicts_are_refused() {
     );
     // Requested before it exists: dropped, like any unknown lens.
     let wanted = vec!["attention".to_owned(), "calm".to_owned()];
-    let r = score_clip(&k.registry, &fixture_clip(12), &wanted, json!({}), None)
+    // A clip of 11.03 s has 12 one-second rows: duration_sec reports the timeline's length,
+    // as the spec defines it, not the media's fractional length.
+    let mut clip = fixture_clip(12);
+    clip.duration_sec = 11.03;
+    let r = score_clip(&k.registry, &clip, &wanted, json!({}), None)
         .await
         .expect("scan");
     assert_eq!(r.lenses, vec!["attention".to_owned()]);
+    assert_eq!((r.timeline.len(), r.duration_sec), (12, 12.0));
 
     k.registry
         .install(&wasm("lens_custom.wasm"), "upload", true)
@@ -299,4 +304,35 @@ async fn a_custom_lens_is_offered_once_active_and_conflicts_are_refused() {
         .await
         .expect("deactivate");
     assert!(!k.registry.snapshot().lenses().contains(&"calm".to_owned()));
+}
+
+/// Buy moments come whenever reasons are on (spec), not only when `purchase_intent` was asked
+/// for: the host scores that lens for the moments plugin and keeps it out of the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buy_moments_do_not_need_the_purchase_intent_lens() {
+    let k = kit(PluginConfig::defaults()).await;
+    let clip = fixture_clip(60);
+    let only_attention = vec!["attention".to_owned()];
+    let with_pi = vec!["attention".to_owned(), "purchase_intent".to_owned()];
+    let a = score_clip(&k.registry, &clip, &only_attention, json!({}), None)
+        .await
+        .expect("scan");
+    let b = score_clip(&k.registry, &clip, &with_pi, json!({}), None)
+        .await
+        .expect("scan");
+    assert_eq!(a.lenses, only_attention);
+    for second in &a.timeline {
+        assert_eq!(second.scores.keys().collect::<Vec<_>>(), ["attention"]);
+    }
+    assert!(
+        a.moments.iter().all(|m| m.lens == "attention"),
+        "{:?}",
+        a.moments
+    );
+    let buy = |r: &ScanResult| serde_json::to_value(&r.buy_moments).expect("json");
+    assert!(
+        b.buy_moments.as_ref().is_some_and(|v| !v.is_empty()),
+        "the fixture clip has a buy window"
+    );
+    assert_eq!(buy(&a), buy(&b));
 }

@@ -4,8 +4,9 @@
 //! `{"scan_id": "…", "result": {"manipulation": {…}}, "plugin": {name, version, digest, …}}`.
 //! The active manipulation plugin is re-run on the networks the scan stored, so after an
 //! operator swaps that plugin a client can re-read old scans with the new version — whether
-//! or not the scan was created with the `manipulation` lens. The stored scan is not changed,
-//! and the call is never charged. A scan that is not complete answers 409
+//! or not the scan was created with the `manipulation` lens. The stored scan is not changed.
+//! The block is part of the result, so a scan not yet charged is charged here, once, as by
+//! its first `GET` (see [`crate::charge`]); re-reads are free. A scan that is not complete answers 409
 //! `scan_not_complete`; a failed plugin call 500 `plugin_failed`. A deployment without a
 //! plugin registry (only some test set-ups) returns the stored block, or 422
 //! `manipulation_not_scored` when there is none.
@@ -84,6 +85,17 @@ pub async fn analyze(
         ));
     };
     let result: ScanResult = serde_json::from_str(json).map_err(ApiError::internal)?;
+    // The block is part of the result: reading it is a release like a GET (charged once).
+    if row.charged_at.is_none() {
+        crate::charge::on_release(
+            &app.db,
+            &caller.org_id,
+            &body.scan_id,
+            app.clock.now(),
+            "analyze",
+        )
+        .await?;
+    }
     let (manipulation, plugin) = match &app.plugins {
         Some(registry) => {
             let (m, plugin) = crate::analysis::rerun_manipulation(registry, &result)

@@ -35,7 +35,7 @@ pub struct CreateScanBody {
     pub model: Option<String>,
     /// Any of `attention`, `memory`, `purchase_intent`, `manipulation` (and installed custom
     /// lenses). Unknown values are dropped, duplicates removed; default
-    /// `[attention, purchase_intent, manipulation]`.
+    /// `[attention, purchase_intent, manipulation]`, also when no requested value is a lens.
     pub lenses: Option<Vec<String>>,
     /// Only `second`.
     pub granularity: Option<String>,
@@ -103,12 +103,6 @@ fn normalise(app: &App, body: CreateScanBody) -> Result<ScanRequest, ApiError> {
         ));
     }
     let lenses = scan::normalise_lenses(body.lenses.as_deref(), &app.available_lenses());
-    if lenses.is_empty() {
-        return Err(ApiError::invalid(
-            "lenses",
-            "none of the requested lenses exists; see GET /api/v1/lenses",
-        ));
-    }
     let o = body.options.unwrap_or_default();
     let d = ScanOptions::default();
     let options = ScanOptions {
@@ -159,9 +153,10 @@ fn input_field(request: &ScanRequest) -> &'static str {
 }
 
 /// Reads the start of the clip and checks its duration before anything is queued, within
-/// the probe time budget. Over 180 s is refused now (no charge, no GPU time). A clip whose
-/// header does not say (or a host too slow to answer in the budget) is accepted, and the
-/// worker checks the whole file again.
+/// the probe time budget. Over 180 s is refused now (no charge, no GPU time). When the start
+/// does not say (an MP4 whose index is at its end), the end of the file is read too, by a
+/// `Range` request. A clip whose duration still cannot be known in the budget (a host that
+/// ignores ranges, or is too slow) is accepted, and the worker checks the whole file again.
 async fn probe_up_front(app: &App, request: &ScanRequest) -> Result<(), ApiError> {
     let budget = app.config.fetch.probe_timeout();
     let started = Instant::now();
@@ -186,10 +181,22 @@ async fn probe_up_front(app: &App, request: &ScanRequest) -> Result<(), ApiError
         }
         Err(e) => return Err(fetch_error(field, &e)),
     };
-    let left = budget
-        .saturating_sub(started.elapsed())
-        .max(std::time::Duration::from_secs(1));
-    match probe::probe(head.file.path(), left).await {
+    let left = || {
+        budget
+            .saturating_sub(started.elapsed())
+            .max(std::time::Duration::from_secs(1))
+    };
+    let mut outcome = probe::probe(head.file.path(), left()).await;
+    let knows_duration = matches!(&outcome, Ok(info) if info.duration_sec.is_some());
+    if !knows_duration
+        && !head.complete
+        && let Some(sparse) = head_and_tail(app, &url, &head, left()).await
+        && let Ok(info) = probe::probe(sparse.path(), left()).await
+        && info.duration_sec.is_some()
+    {
+        outcome = Ok(info);
+    }
+    match outcome {
         Ok(info) => {
             if let Some(d) = info.duration_sec
                 && d > MAX_DURATION_SECS
@@ -215,6 +222,48 @@ async fn probe_up_front(app: &App, request: &ScanRequest) -> Result<(), ApiError
         Err(ProbeError::Missing) => Err(ApiError::internal("ffprobe is not installed")),
         Err(_) => Ok(()),
     }
+}
+
+/// A file of the clip's full size holding only its first and last bytes (the middle is a
+/// hole), for a probe of a file whose index is at its end: an MP4 written without
+/// `+faststart` keeps its `moov` box, and so its duration, after the media data. `None` when
+/// the host did not say the size, the file is larger than a scan may download, or the tail
+/// could not be read in `left` (the worker then checks the whole file).
+async fn head_and_tail(
+    app: &App,
+    url: &url::Url,
+    head: &crate::media::fetch::Downloaded,
+    left: std::time::Duration,
+) -> Option<tempfile::NamedTempFile> {
+    use std::io::{Seek, SeekFrom, Write};
+    let total = head
+        .total_bytes
+        .filter(|t| *t > head.bytes && *t <= app.config.fetch.fetch_max_bytes)?;
+    let tail_len = app.config.fetch.probe_bytes.min(total - head.bytes);
+    let start = total - tail_len;
+    let tail = app
+        .fetcher
+        .download_range(url, &app.tmp_dir(), start, tail_len, left)
+        .await
+        .ok()??;
+    let sparse = tempfile::Builder::new()
+        .prefix("probe-")
+        .tempfile_in(app.tmp_dir())
+        .ok()?;
+    let (head_path, tail_path) = (head.file.path().to_owned(), tail.file.path().to_owned());
+    let target = sparse.reopen().ok()?;
+    tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        let mut out = target;
+        std::io::copy(&mut std::fs::File::open(head_path)?, &mut out)?;
+        out.set_len(total)?;
+        out.seek(SeekFrom::Start(start))?;
+        std::io::copy(&mut std::fs::File::open(tail_path)?, &mut out)?;
+        out.flush()
+    })
+    .await
+    .ok()?
+    .ok()?;
+    Some(sparse)
 }
 
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
@@ -314,9 +363,12 @@ pub async fn create_scan(
     {
         return replay(&stored);
     }
-    let wallet = app.db.wallet(&caller.org_id).await?;
-    if !wallet.can_cover(&period, 0, PRICE_CENTS) {
-        return Err(insufficient(wallet.available(&period), 0));
+    // Net of what is already set aside for this organisation's unsettled scans, so a caller
+    // who cannot pay never makes the service fetch from a media host (the insert checks again,
+    // under the wallet lock).
+    let (wallet, reserved) = app.db.wallet_and_reserved(&caller.org_id).await?;
+    if !wallet.can_cover(&period, reserved, PRICE_CENTS) {
+        return Err(insufficient(wallet.available(&period), reserved));
     }
 
     probe_up_front(&app, &request).await?;
@@ -415,20 +467,7 @@ pub async fn get_scan(
         .await
         .map_err(|e| super::error::scan_lookup(e, "conflict"))?;
     if row.status == "complete" && row.charged_at.is_none() {
-        let now = app.clock.now();
-        if app
-            .db
-            .settle_scan(
-                &caller.org_id,
-                &id,
-                &billing::period_of(now),
-                now.timestamp_millis(),
-            )
-            .await?
-        {
-            metrics::counter!("brainscan_scans_charged_total").increment(1);
-            tracing::info!(scan.id = %id, "charge settled");
-        }
+        crate::charge::on_release(&app.db, &caller.org_id, &id, app.clock.now(), "get").await?;
     }
     let mut view = views::scan_view(&row).map_err(ApiError::internal)?;
     let base = views::public_base(&app, Some(&headers));

@@ -271,7 +271,13 @@ pub fn public_base(app: &crate::app::App, headers: Option<&http::HeaderMap>) -> 
 pub fn summary_entry(row: &ScanRow) -> Result<ScanSummary, serde_json::Error> {
     let (request, result) = stored_parts(row)?;
     let summary = match (row.status.as_str(), result) {
-        ("complete", Some(r)) => r.summary,
+        // Until the scan is charged its result has not left the service: the list must not
+        // be a free way to read it.
+        ("complete", Some(r)) if row.charged_at.is_some() => r.summary,
+        ("complete", _) => format!(
+            "Complete: fetch GET /api/v1/scans/{} to read the result (the first fetch is charged).",
+            row.id
+        ),
         ("queued", _) => "Queued: waiting for a worker.".to_owned(),
         ("processing", _) => format!("Processing ({}, {}%).", row.stage, row.progress),
         ("error", _) => format!(

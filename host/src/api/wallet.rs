@@ -26,8 +26,15 @@ pub struct Wallet {
     pub free_credit_monthly_usd: f64,
     /// `YYYY-MM-DD`, the 1st of the current UTC month.
     pub free_credit_period_start: String,
+    /// Deposit plus free credit, net of `reserved_usd` (never below 0): what a new scan can
+    /// draw on.
     pub total_available_usd: f64,
+    /// Set aside for scans that may still be charged: queued, processing, and complete but
+    /// not yet fetched (additive field).
+    pub reserved_usd: f64,
     pub price_per_scan_usd: BTreeMap<String, f64>,
+    /// Scans a create would accept now: `total_available_usd` over the price, so it reads 0
+    /// exactly when `POST /scans` answers 402.
     pub scans_remaining_estimate: i64,
 }
 
@@ -47,9 +54,9 @@ pub async fn get_wallet(
 ) -> Result<Json<Wallet>, ApiError> {
     let now = app.clock.now();
     let period = billing::period_of(now);
-    let w = app.db.wallet(&caller.org_id).await?;
+    let (w, reserved) = app.db.wallet_and_reserved(&caller.org_id).await?;
     let free = w.free_remaining(&period);
-    let total = w.available(&period);
+    let total = (w.available(&period) - reserved).max(0);
     Ok(Json(Wallet {
         object: "wallet".into(),
         currency: "usd".into(),
@@ -58,6 +65,7 @@ pub async fn get_wallet(
         free_credit_monthly_usd: usd(FREE_MONTHLY_CENTS),
         free_credit_period_start: billing::period_start(now),
         total_available_usd: usd(total),
+        reserved_usd: usd(reserved),
         price_per_scan_usd: BTreeMap::from([(crate::scan::MODEL.to_owned(), usd(PRICE_CENTS))]),
         scans_remaining_estimate: (total / PRICE_CENTS).max(0),
     }))

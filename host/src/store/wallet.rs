@@ -23,6 +23,27 @@ impl Db {
         })
     }
 
+    /// The wallet and the cost of the scans set aside against it (queued, processing, and
+    /// complete but not yet charged), read in one transaction so the two agree.
+    pub async fn wallet_and_reserved(&self, org_id: &str) -> StoreResult<(WalletState, i64)> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query(
+            "SELECT deposit_cents, free_period, free_used_cents FROM wallets WHERE org_id = $1",
+        )
+        .bind(org_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        let wallet = WalletState {
+            deposit_cents: row.try_get("deposit_cents")?,
+            free_period: row.try_get("free_period")?,
+            free_used_cents: row.try_get("free_used_cents")?,
+        };
+        let reserved = super::scans::owed_cents(&mut tx, org_id).await?;
+        tx.commit().await?;
+        Ok((wallet, reserved))
+    }
+
     /// Adds a prepaid deposit and records it in the ledger.
     pub async fn credit_wallet(
         &self,
