@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use clap::Args;
 
+/// The shortest admin token `serve` starts with: 32 characters of `openssl rand -hex 32`
+/// output carry 128 bits, beyond guessing over HTTP.
+pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
+
 /// Where state lives. Shared by every subcommand that touches the database.
 #[derive(Debug, Clone, Args)]
 pub struct StoreConfig {
@@ -16,8 +20,9 @@ pub struct StoreConfig {
     pub data_dir: PathBuf,
 
     /// Database URL. Defaults to a SQLite file in the data folder
-    /// (`sqlite://DATA_DIR/brainscan.db`).
-    #[arg(long, env = "BRAINSCAN_DATABASE_URL")]
+    /// (`sqlite://DATA_DIR/brainscan.db`). Its value is never shown by `--help` (a Postgres
+    /// URL carries a password).
+    #[arg(long, env = "BRAINSCAN_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
 }
 
@@ -180,7 +185,8 @@ pub struct PluginConfig {
     #[arg(long, env = "BRAINSCAN_PLUGIN_CACHE_DIR")]
     pub plugin_cache_dir: Option<PathBuf>,
 
-    /// Bearer token for `/admin/v1/…`. Unset: the admin API answers 404 (it is off).
+    /// Bearer token for `/admin/v1/…`, at least [`MIN_ADMIN_TOKEN_CHARS`] characters. Unset:
+    /// the admin API answers 404 (it is off).
     #[arg(long, env = "BRAINSCAN_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 

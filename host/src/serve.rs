@@ -126,6 +126,14 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             "ffprobe was not found on PATH: install the Debian package `ffmpeg` (apt-get install ffmpeg)"
         );
     }
+    if let Some(token) = &config.plugins.admin_token
+        && token.trim().chars().count() < crate::config::MIN_ADMIN_TOKEN_CHARS
+    {
+        anyhow::bail!(
+            "BRAINSCAN_ADMIN_TOKEN must be at least {} characters (it guards plugin installs and rollbacks); generate one with `openssl rand -hex 32`",
+            crate::config::MIN_ADMIN_TOKEN_CHARS
+        );
+    }
     if config.role == crate::config::Role::Worker && config.queue.workers == 0 {
         anyhow::bail!(
             "--role worker with --workers 0 would run nothing; give it at least one worker"

@@ -138,3 +138,39 @@ async fn killed_mid_job_then_restarted_loses_nothing() {
     server.child.kill().ok();
     server.child.wait().ok();
 }
+
+/// `serve` refuses a guessable admin token before it opens anything, and `--help` never
+/// prints the database URL it read from the environment (a Postgres URL holds a password).
+#[test]
+fn serve_refuses_a_short_admin_token_and_hides_the_database_url() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(crate::support::BIN)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("BRAINSCAN_DATA_DIR", dir.path())
+        .env("BRAINSCAN_ADMIN_TOKEN", "letmein")
+        .output()
+        .expect("run serve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started with a 7-character token");
+    assert!(stderr.contains("at least 32 characters"), "{stderr}");
+
+    let help = Command::new(crate::support::BIN)
+        .args(["serve", "--help"])
+        .env(
+            "BRAINSCAN_DATABASE_URL",
+            "postgres://scan:hunter2@db.internal/brainscan",
+        )
+        .env(
+            "BRAINSCAN_ADMIN_TOKEN",
+            "0123456789abcdef0123456789abcdef-secret",
+        )
+        .output()
+        .expect("run serve --help");
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(help.status.success(), "{text}");
+    assert!(text.contains("BRAINSCAN_DATABASE_URL"), "{text}");
+    assert!(
+        !text.contains("hunter2") && !text.contains("-secret"),
+        "{text}"
+    );
+}

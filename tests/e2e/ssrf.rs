@@ -8,6 +8,8 @@ async fn hostile_urls_are_refused_before_any_connection() {
     let r = |to: &str| t.media.url(&format!("/redirect?to={}", urlencode(to)));
     let direct = [
         "http://127.0.0.2/clip.mp4".to_owned(),
+        "http://127.0.0.1/clip.mp4".into(),
+        "http://127.0.0.1:1/clip.mp4".into(),
         format!("http://localhost:{port}/media/clip.mp4"),
         "http://[::1]/x".into(),
         "http://10.0.0.1/x".into(),
@@ -32,6 +34,8 @@ async fn hostile_urls_are_refused_before_any_connection() {
         r(&format!("http://[::1]:{port}/media/clip.mp4")),
         r("http://169.254.169.254/latest/meta-data/"),
         r("http://10.0.0.1/x"),
+        // The allowed media host's address on another port (FETCH_ALLOW_ADDRS names a port).
+        r("http://127.0.0.1:1/media/clip.mp4"),
         r(&format!("http://localhost:{port}/media/clip.mp4")),
         r(&r(&r("http://192.168.0.1/x"))),
     ];

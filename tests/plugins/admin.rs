@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::kit::{Service, service, wasm};
 
-const TOKEN: &str = "admin-secret-for-tests";
+const TOKEN: &str = "admin-secret-for-tests-0123456789abcdef";
 
 fn admin_url(svc: &Service, path: &str) -> String {
     format!("{}/admin/v1{}", svc.base, path)

@@ -100,7 +100,10 @@ impl Cluster {
             ])
             .args(extra)
             .env("BRAINSCAN_LOG", "info")
-            .env("BRAINSCAN_ADMIN_TOKEN", "admin-secret")
+            .env(
+                "BRAINSCAN_ADMIN_TOKEN",
+                "admin-secret-for-the-scale-out-test-0123",
+            )
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).expect("log file"))
             .spawn()
@@ -499,7 +502,7 @@ async fn a_plugin_swap_through_one_process_reaches_every_worker() {
     // Roll back through the admin API of the API process.
     let r = http
         .post(format!("{}/admin/v1/plugins/rollback", api.base))
-        .bearer_auth("admin-secret")
+        .bearer_auth("admin-secret-for-the-scale-out-test-0123")
         .json(&json!({"slot": "lens-standard"}))
         .send()
         .await

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::time::Instant;
 
@@ -52,9 +52,49 @@ pub enum DecodeError {
 struct Pipe {
     child: Child,
     stdout: ChildStdout,
+    /// What ffmpeg wrote to stderr, read as it comes (see [`drain_stderr`]).
+    stderr: Option<tokio::task::JoinHandle<String>>,
     deadline: Instant,
     timeout: Duration,
     kind: &'static str,
+}
+
+/// How much of ffmpeg's stderr is kept: its first lines (where "matches no streams" and the
+/// input errors are) and its last (where the error that ended it is).
+const STDERR_HEAD: usize = 4 * 1024;
+const STDERR_TAIL: usize = 16 * 1024;
+
+/// Reads ffmpeg's stderr while it decodes, keeping only [`STDERR_HEAD`] and [`STDERR_TAIL`]
+/// bytes. Read only at the end, a pipe fills at 64 KiB: a corrupt file that makes ffmpeg write
+/// more errors than that blocks it on the write, so the decode stalled until its deadline.
+fn drain_stderr(mut err: tokio::process::ChildStderr) -> tokio::task::JoinHandle<String> {
+    tokio::spawn(async move {
+        let (mut head, mut tail) = (Vec::new(), Vec::new());
+        let mut skipped = false;
+        let mut buf = vec![0u8; 8192];
+        while let Ok(n) = err.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            let mut chunk = &buf[..n];
+            if head.len() < STDERR_HEAD {
+                let take = chunk.len().min(STDERR_HEAD - head.len());
+                head.extend_from_slice(&chunk[..take]);
+                chunk = &chunk[take..];
+            }
+            tail.extend_from_slice(chunk);
+            if tail.len() > 2 * STDERR_TAIL {
+                tail.drain(..tail.len() - STDERR_TAIL);
+                skipped = true;
+            }
+        }
+        let mut text = String::from_utf8_lossy(&head).into_owned();
+        if skipped {
+            text.push_str("\n[...]\n");
+        }
+        text.push_str(&String::from_utf8_lossy(&tail));
+        text
+    })
 }
 
 impl Pipe {
@@ -98,9 +138,11 @@ impl Pipe {
             .stdout
             .take()
             .ok_or_else(|| DecodeError::Failed("no stdout pipe".into()))?;
+        let stderr = child.stderr.take().map(drain_stderr);
         Ok(Self {
             child,
             stdout,
+            stderr,
             deadline: Instant::now() + spec.timeout,
             timeout: spec.timeout,
             kind,
@@ -136,15 +178,19 @@ impl Pipe {
 
     /// Waits for the exit status; a failed decoder reports the last line it printed.
     async fn finish(mut self) -> Result<(), DecodeError> {
-        let mut stderr = String::new();
-        if let Some(mut err) = self.child.stderr.take() {
-            let _ =
-                tokio::time::timeout_at(self.deadline, read_limited(&mut err, &mut stderr)).await;
-        }
         let status = tokio::time::timeout_at(self.deadline, self.child.wait())
             .await
             .map_err(|_| DecodeError::Timeout(self.timeout))?
             .map_err(|e| DecodeError::Failed(e.to_string()))?;
+        // The child has exited, so its stderr is at end of file and the drain ends.
+        let stderr = match self.stderr.take() {
+            Some(task) => tokio::time::timeout_at(self.deadline, task)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default(),
+            None => String::new(),
+        };
         if status.success() {
             return Ok(());
         }
@@ -160,12 +206,6 @@ impl Pipe {
         let line = line.rsplit(": ").next().unwrap_or(line);
         Err(DecodeError::Failed(line.chars().take(200).collect()))
     }
-}
-
-async fn read_limited(r: &mut (impl AsyncRead + Unpin), out: &mut String) {
-    let mut buf = Vec::new();
-    let _ = r.take(64 * 1024).read_to_end(&mut buf).await;
-    *out = String::from_utf8_lossy(&buf).into_owned();
 }
 
 /// Frames of the first real video stream (cover art is not video), `width x height` RGB24,
@@ -483,6 +523,74 @@ mod tests {
         }
         a.finish().await?;
         Ok((n, peak))
+    }
+
+    /// A corrupt MPEG-TS that makes ffmpeg write over 200 KB of errors (more than a pipe
+    /// holds) while it decodes: the decode must still run to its end, not stall on a full
+    /// stderr pipe until the deadline.
+    #[tokio::test]
+    async fn a_decoder_that_writes_many_errors_does_not_stall() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        ffmpeg(
+            dir.path(),
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc2=s=320x240:r=25:d=30",
+                "-c:v",
+                "mpeg2video",
+                "-q:v",
+                "4",
+                "-f",
+                "mpegts",
+                "clean.ts",
+            ],
+        );
+        // Flip 8 payload bytes of every 188-byte packet (headers kept, so the demuxer goes on
+        // and the decoder complains about every slice).
+        let mut ts = std::fs::read(dir.path().join("clean.ts")).expect("ts");
+        let mut x: u32 = 12_345;
+        for p in (0..ts.len().saturating_sub(188)).step_by(188) {
+            for _ in 0..8 {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345) & 0x7fff_ffff;
+                ts[p + 4 + (x % 180) as usize] ^= (x >> 8) as u8;
+            }
+        }
+        let path = dir.path().join("corrupt.ts");
+        std::fs::write(&path, &ts).expect("write");
+        let written = std::process::Command::new("ffmpeg")
+            .args(["-v", "error", "-nostdin", "-i"])
+            .arg(&path)
+            .args([
+                "-vf",
+                "fps=10,scale=160:90",
+                "-f",
+                "rawvideo",
+                "-pix_fmt",
+                "rgb24",
+            ])
+            .args(["-y", "/dev/null"])
+            .output()
+            .expect("ffmpeg");
+        assert!(
+            written.stderr.len() >= 200_000,
+            "the fixture must make ffmpeg write at least 200 KB of errors, it wrote {}",
+            written.stderr.len()
+        );
+        let spec = DecodeSpec {
+            timeout: Duration::from_secs(60),
+            ..DecodeSpec::default()
+        };
+        let started = std::time::Instant::now();
+        let outcome = count_frames(&path, spec).await;
+        assert!(
+            !matches!(outcome, Err(DecodeError::Timeout(_))),
+            "stalled: {outcome:?}"
+        );
+        let (frames, _) = outcome.expect("ffmpeg decodes what it can and exits 0");
+        assert!(frames >= 250, "{frames} frames of 300");
+        assert!(started.elapsed() < spec.timeout);
     }
 
     #[tokio::test]

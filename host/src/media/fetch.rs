@@ -68,12 +68,28 @@ pub struct Downloaded {
     pub content_type: Option<String>,
     /// False when a partial (probe) fetch stopped before the end of the file.
     pub complete: bool,
+    /// The whole file's size when the host said it (`Content-Range` of a 206, or the
+    /// `Content-Length` of a 200).
+    pub total_bytes: Option<u64>,
+}
+
+/// The total size in a `Content-Range: bytes a-b/TOTAL` header, and the first byte `a`.
+fn content_range(value: &str) -> Option<(u64, Option<u64>)> {
+    let rest = value.trim().strip_prefix("bytes ")?;
+    let (span, total) = rest.split_once('/')?;
+    let start = span.split_once('-')?.0.trim().parse().ok()?;
+    Some((start, total.trim().parse().ok()))
 }
 
 /// The guarded client. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Fetcher {
+    /// For every port no allowed address names: only public addresses resolve.
     client: reqwest::Client,
+    /// One client per port that `FETCH_ALLOW_ADDRS` names, whose resolver also passes the
+    /// addresses allowed on that port. The URL's port is the port connected to (no proxy), so
+    /// an allowed internal host is reachable on its port and nowhere else.
+    by_port: Arc<Vec<(u16, reqwest::Client)>>,
     policy: Arc<AddressPolicy>,
     max_redirects: usize,
 }
@@ -82,22 +98,37 @@ fn classify(e: &reqwest::Error) -> FetchError {
     if e.is_timeout() {
         return FetchError::Timeout;
     }
-    // The resolver's refusal surfaces as a connect error whose chain names it.
-    let mut text = e.to_string();
+    // reqwest's message names the URL, query included: a presigned media URL or a webhook
+    // token would land in the stored error, which the client reads, and in the logs.
+    let mut text = match e.url() {
+        Some(url) => e.to_string().replace(url.as_str(), &without_query(url)),
+        None => e.to_string(),
+    };
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
-        text = format!("{text}: {s}");
+        let part = s.to_string();
+        // The resolver's refusal surfaces as a connect error whose chain carries it.
+        if part.contains("resolves to a refused address") {
+            return FetchError::Refused(part);
+        }
+        text = format!("{text}: {part}");
         source = s.source();
     }
-    if text.contains("refused address") {
-        return FetchError::Refused(
-            text.rsplit("refused address: ")
-                .next()
-                .unwrap_or(&text)
-                .to_owned(),
-        );
-    }
     FetchError::Network(text)
+}
+
+/// `url` without its query and fragment, for messages and logs (they can carry signatures and
+/// tokens).
+#[must_use]
+pub fn without_query(url: &Url) -> String {
+    let mut shown = url.clone();
+    shown.set_query(None);
+    shown.set_fragment(None);
+    if url.query().is_some() {
+        format!("{shown}?…")
+    } else {
+        shown.to_string()
+    }
 }
 
 /// Content types that are certainly not audio or video.
@@ -128,22 +159,41 @@ impl Fetcher {
     pub fn new(config: &FetchConfig) -> anyhow::Result<Self> {
         let policy = Arc::new(AddressPolicy {
             allow_loopback: config.allow_loopback_fetch,
-            allow_ips: config.fetch_allow_addrs.iter().map(|a| a.ip()).collect(),
+            allow_addrs: config.fetch_allow_addrs.clone(),
         });
-        let client = reqwest::Client::builder()
-            .dns_resolver(Arc::new(GuardedResolver {
-                policy: policy.clone(),
-            }))
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .connect_timeout(config.connect_timeout())
-            .user_agent(concat!("brainscan/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+        let build = |exempt: Vec<std::net::IpAddr>| {
+            reqwest::Client::builder()
+                .dns_resolver(Arc::new(GuardedResolver {
+                    policy: policy.clone(),
+                    exempt,
+                }))
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .connect_timeout(config.connect_timeout())
+                .user_agent(concat!("brainscan/", env!("CARGO_PKG_VERSION")))
+                .build()
+        };
+        let client = build(Vec::new())?;
+        let by_port = policy
+            .exempt_ports()
+            .into_iter()
+            .map(|port| Ok((port, build(policy.exempt_on(port))?)))
+            .collect::<Result<Vec<_>, reqwest::Error>>()?;
         Ok(Self {
             client,
+            by_port: Arc::new(by_port),
             policy,
             max_redirects: config.fetch_max_redirects,
         })
+    }
+
+    /// The client whose resolver fits `url`'s port.
+    fn client_for(&self, url: &Url) -> &reqwest::Client {
+        let port = url.port_or_known_default();
+        self.by_port
+            .iter()
+            .find(|(p, _)| Some(*p) == port)
+            .map_or(&self.client, |(_, c)| c)
     }
 
     pub fn policy(&self) -> &AddressPolicy {
@@ -166,27 +216,58 @@ impl Fetcher {
         partial: bool,
         timeout: Duration,
     ) -> Result<Downloaded, FetchError> {
-        tokio::time::timeout(timeout, self.download_inner(url, dir, max_bytes, partial))
+        let from = partial.then_some(0);
+        tokio::time::timeout(timeout, self.download_inner(url, dir, max_bytes, from))
             .await
             .map_err(|_| FetchError::Timeout)?
     }
 
+    /// Downloads at most `max_bytes` from byte `start` on (a `Range` request), e.g. the end
+    /// of an MP4 whose index is there. `Ok(None)` when the host ignores the range (it would
+    /// send the file from its start).
+    ///
+    /// # Errors
+    /// See [`FetchError`]; bounded by `timeout`.
+    pub async fn download_range(
+        &self,
+        url: &Url,
+        dir: &Path,
+        start: u64,
+        max_bytes: u64,
+        timeout: Duration,
+    ) -> Result<Option<Downloaded>, FetchError> {
+        match tokio::time::timeout(
+            timeout,
+            self.download_inner(url, dir, max_bytes, Some(start)),
+        )
+        .await
+        .map_err(|_| FetchError::Timeout)?
+        {
+            Err(FetchError::Status(200)) if start > 0 => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
+    /// `from`: `None` for the whole file, `Some(start)` for at most `max_bytes` from `start`
+    /// (from 0: the head of the file, for the submit-time probe).
     async fn download_inner(
         &self,
         url: &Url,
         dir: &Path,
         max_bytes: u64,
-        partial: bool,
+        from: Option<u64>,
     ) -> Result<Downloaded, FetchError> {
+        let partial = from.is_some();
         let mut current = url.clone();
         let mut hops = 0;
         let response = loop {
             self.policy
                 .check_url(&current)
                 .map_err(|r| FetchError::Refused(r.0))?;
-            let mut request = self.client.get(current.clone());
-            if partial {
-                request = request.header(RANGE, format!("bytes=0-{}", max_bytes.saturating_sub(1)));
+            let mut request = self.client_for(&current).get(current.clone());
+            if let Some(start) = from {
+                let end = start.saturating_add(max_bytes.saturating_sub(1));
+                request = request.header(RANGE, format!("bytes={start}-{end}"));
             }
             let response = request.send().await.map_err(|e| classify(&e))?;
             if response.status().is_redirection() {
@@ -227,6 +308,21 @@ impl Fetcher {
             return Err(FetchError::TooLarge(max_bytes));
         }
         let ranged = status == StatusCode::PARTIAL_CONTENT;
+        let range = response
+            .headers()
+            .get(reqwest::header::CONTENT_RANGE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(content_range);
+        let start = from.unwrap_or(0);
+        if start > 0 && (!ranged || range.is_none_or(|(first, _)| first != start)) {
+            // Not the bytes asked for: the caller must not read them as the file's tail.
+            return Err(FetchError::Status(200));
+        }
+        let total_bytes = if ranged {
+            range.and_then(|(_, total)| total)
+        } else {
+            response.content_length()
+        };
         let file = tempfile::Builder::new()
             .prefix("download-")
             .tempfile_in(dir)
@@ -268,6 +364,7 @@ impl Fetcher {
         Ok(Downloaded {
             file,
             bytes,
+            total_bytes,
             content_type,
             complete,
         })
@@ -289,7 +386,7 @@ impl Fetcher {
             .check_url(url)
             .map_err(|r| FetchError::Refused(r.0))?;
         let mut request = self
-            .client
+            .client_for(url)
             .post(url.clone())
             .timeout(timeout)
             .header(CONTENT_TYPE, "application/json")
@@ -299,5 +396,39 @@ impl Fetcher {
         }
         let response = request.send().await.map_err(|e| classify(&e))?;
         Ok(response.status().as_u16())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A transport error's message names the URL: without its query, which can hold a
+    /// presigned signature.
+    #[tokio::test]
+    async fn errors_do_not_carry_the_query_string() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut config = crate::config::ServeConfig::with_data_dir(dir.path().into()).fetch;
+        config.allow_loopback_fetch = true;
+        let fetcher = Fetcher::new(&config).expect("fetcher");
+        // Nothing listens on port 1: the connection is refused.
+        let url =
+            Url::parse("http://127.0.0.1:1/ad.mp4?X-Amz-Signature=topsecret#t=3").expect("url");
+        let e = fetcher
+            .download(&url, dir.path(), 1024, false, Duration::from_secs(10))
+            .await
+            .expect_err("nothing listens");
+        let text = e.to_string();
+        assert!(!text.contains("topsecret"), "{text}");
+        assert!(text.contains("127.0.0.1:1/ad.mp4?…"), "{text}");
+        let post = fetcher
+            .post_json(&url, &[], b"{}".to_vec(), Duration::from_secs(10))
+            .await
+            .expect_err("nothing listens");
+        assert!(!post.to_string().contains("topsecret"), "{post}");
+        assert_eq!(
+            without_query(&Url::parse("https://a.example/x").expect("url")),
+            "https://a.example/x"
+        );
     }
 }

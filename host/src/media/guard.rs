@@ -23,8 +23,9 @@ const METADATA_NAMES: [&str; 4] = [
 pub struct AddressPolicy {
     /// Development only: loopback addresses are allowed.
     pub allow_loopback: bool,
-    /// Exact addresses allowed although their range is refused (an internal media host).
-    pub allow_ips: Vec<IpAddr>,
+    /// Exact socket addresses allowed although their range is refused (an internal media
+    /// host): the address on that port only.
+    pub allow_addrs: Vec<SocketAddr>,
 }
 
 /// Why an address or URL is refused.
@@ -33,14 +34,42 @@ pub struct AddressPolicy {
 pub struct Refused(pub String);
 
 impl AddressPolicy {
-    /// Checks one resolved or literal address.
+    /// Checks an address about to be connected to on `port`: an allowed socket address
+    /// passes, anything else goes by its range ([`Self::check_ip`]).
+    ///
+    /// # Errors
+    /// `Refused` naming the range.
+    pub fn check_addr(&self, ip: IpAddr, port: u16) -> Result<(), Refused> {
+        if self.allow_addrs.contains(&SocketAddr::new(ip, port)) {
+            return Ok(());
+        }
+        self.check_ip(ip)
+    }
+
+    /// The addresses allowed on `port` although their range is refused.
+    #[must_use]
+    pub fn exempt_on(&self, port: u16) -> Vec<IpAddr> {
+        self.allow_addrs
+            .iter()
+            .filter(|a| a.port() == port)
+            .map(SocketAddr::ip)
+            .collect()
+    }
+
+    /// The ports [`Self::allow_addrs`] name, each once.
+    #[must_use]
+    pub fn exempt_ports(&self) -> Vec<u16> {
+        let mut ports: Vec<u16> = self.allow_addrs.iter().map(SocketAddr::port).collect();
+        ports.sort_unstable();
+        ports.dedup();
+        ports
+    }
+
+    /// Checks one address by its range alone (no exemption).
     ///
     /// # Errors
     /// `Refused` naming the range.
     pub fn check_ip(&self, ip: IpAddr) -> Result<(), Refused> {
-        if self.allow_ips.contains(&ip) {
-            return Ok(());
-        }
         match classify(ip) {
             None => Ok(()),
             Some("loopback") if self.allow_loopback => Ok(()),
@@ -65,10 +94,11 @@ impl AddressPolicy {
         if !url.username().is_empty() || url.password().is_some() {
             return Err(Refused("URLs with credentials are not allowed".into()));
         }
+        let port = url.port_or_known_default().unwrap_or(0);
         match url.host() {
             None => Err(Refused("the URL has no host".into())),
-            Some(Host::Ipv4(ip)) => self.check_ip(IpAddr::V4(ip)),
-            Some(Host::Ipv6(ip)) => self.check_ip(IpAddr::V6(ip)),
+            Some(Host::Ipv4(ip)) => self.check_addr(IpAddr::V4(ip), port),
+            Some(Host::Ipv6(ip)) => self.check_addr(IpAddr::V6(ip), port),
             Some(Host::Domain(name)) => {
                 let name = name.trim_end_matches('.').to_ascii_lowercase();
                 if METADATA_NAMES.contains(&name.as_str()) {
@@ -146,14 +176,20 @@ fn classify_v6(ip: Ipv6Addr) -> Option<&'static str> {
 /// A DNS resolver for reqwest that refuses a name if any of its addresses is refused, and
 /// hands reqwest only the addresses it checked — so what was checked is what is connected to
 /// (no second lookup an attacker's DNS could answer differently).
+///
+/// reqwest does not tell a resolver the port, so a resolver is made per port: `exempt` holds
+/// the allowed addresses of the one port its client is used for (see `Fetcher`), and is empty
+/// in the client for every other port.
 #[derive(Debug, Clone)]
 pub struct GuardedResolver {
     pub policy: Arc<AddressPolicy>,
+    pub exempt: Vec<IpAddr>,
 }
 
 impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let policy = self.policy.clone();
+        let exempt = self.exempt.clone();
         Box::pin(async move {
             let host = name.as_str().to_owned();
             let addrs: Vec<SocketAddr> =
@@ -162,11 +198,13 @@ impl reqwest::dns::Resolve for GuardedResolver {
                 return Err(format!("{host} did not resolve").into());
             }
             for addr in &addrs {
-                policy.check_ip(addr.ip()).map_err(
-                    |r| -> Box<dyn std::error::Error + Send + Sync> {
-                        format!("{host} resolves to a refused address: {r}").into()
-                    },
-                )?;
+                if exempt.contains(&addr.ip()) || policy.check_ip(addr.ip()).is_ok() {
+                    continue;
+                }
+                // The range only: the message reaches clients (and logs), and the address a
+                // name resolves to inside the operator's network is not theirs to learn.
+                let range = classify(addr.ip()).unwrap_or("refused");
+                return Err(format!("{host} resolves to a refused address ({range})").into());
             }
             let addrs: reqwest::dns::Addrs = Box::new(addrs.into_iter());
             Ok(addrs)
@@ -225,7 +263,7 @@ mod tests {
     fn loopback_only_with_the_development_flag() {
         let dev = AddressPolicy {
             allow_loopback: true,
-            allow_ips: vec![],
+            allow_addrs: vec![],
         };
         assert_eq!(dev.check_ip("127.0.0.1".parse().expect("ip")), Ok(()));
         assert_eq!(dev.check_ip("::1".parse().expect("ip")), Ok(()));
@@ -234,6 +272,56 @@ mod tests {
             dev.check_ip("169.254.169.254".parse().expect("ip"))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn an_allowed_address_is_allowed_on_its_port_only() {
+        let policy = AddressPolicy {
+            allow_loopback: false,
+            allow_addrs: vec!["10.0.0.7:8080".parse().expect("addr")],
+        };
+        let url = |s: &str| Url::parse(s).expect("url");
+        assert_eq!(policy.check_url(&url("http://10.0.0.7:8080/a.mp4")), Ok(()));
+        for refused in [
+            "http://10.0.0.7/a.mp4",
+            "https://10.0.0.7/a.mp4",
+            "http://10.0.0.7:8081/a.mp4",
+            "http://10.0.0.8:8080/a.mp4",
+        ] {
+            assert!(policy.check_url(&url(refused)).is_err(), "{refused}");
+        }
+        assert_eq!(policy.exempt_ports(), vec![8080]);
+        assert_eq!(
+            policy.exempt_on(8080),
+            vec!["10.0.0.7".parse::<IpAddr>().expect("ip")]
+        );
+        assert!(policy.exempt_on(80).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_refused_name_does_not_say_which_address_it_resolved_to() {
+        use reqwest::dns::Resolve;
+        let resolver = GuardedResolver {
+            policy: Arc::new(AddressPolicy::default()),
+            exempt: vec![],
+        };
+        let name: reqwest::dns::Name = "localhost".parse().expect("name");
+        let Err(e) = resolver.resolve(name).await else {
+            panic!("localhost resolved although loopback is refused");
+        };
+        let text = e.to_string();
+        assert!(text.contains("loopback"), "{text}");
+        assert!(
+            !text.contains("127.0.0.1") && !text.contains("::1"),
+            "{text}"
+        );
+        // The same name resolves in the client for the port its address is allowed on.
+        let allowed = GuardedResolver {
+            policy: Arc::new(AddressPolicy::default()),
+            exempt: vec!["127.0.0.1".parse().expect("ip"), "::1".parse().expect("ip")],
+        };
+        let name: reqwest::dns::Name = "localhost".parse().expect("name");
+        assert!(allowed.resolve(name).await.is_ok());
     }
 
     #[test]
