@@ -12,6 +12,7 @@ pub mod lenses;
 pub mod openapi;
 pub mod router;
 pub mod scans;
+pub mod server;
 pub mod views;
 pub mod wallet;
 

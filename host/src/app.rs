@@ -33,6 +33,8 @@ pub struct App {
     pub limiter: Option<governor::DefaultKeyedRateLimiter<String>>,
     /// Embeds scan texts (workers) and queries (API), and searches remembered texts.
     pub recall: crate::intelligence::recall::Recall,
+    /// Failed admin authentications per client address.
+    pub admin_lockout: crate::lockout::Lockout,
 }
 
 impl App {
@@ -108,6 +110,7 @@ impl App {
             wake: Notify::new(),
             ready: AtomicBool::new(false),
             limiter,
+            admin_lockout: crate::lockout::Lockout::default(),
         }))
     }
 

@@ -154,6 +154,16 @@ pub struct HttpConfig {
     #[arg(long, env = "BRAINSCAN_MAX_BODY_BYTES", default_value_t = 64 * 1024)]
     pub max_body_bytes: usize,
 
+    /// Most connections open at once; further ones wait in the listen backlog until one
+    /// closes.
+    #[arg(long, env = "BRAINSCAN_MAX_CONNECTIONS", default_value_t = 1024)]
+    pub max_connections: usize,
+
+    /// Seconds a client has to send a request's headers before the connection is closed
+    /// (slow-header clients cannot hold connections).
+    #[arg(long, env = "BRAINSCAN_HEADER_READ_TIMEOUT_SECS", default_value_t = 10)]
+    pub header_read_timeout_secs: u64,
+
     /// Seconds a request may take before it is answered 503.
     #[arg(long, env = "BRAINSCAN_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     pub request_timeout_secs: u64,

@@ -23,6 +23,7 @@ pub mod inference;
 pub mod intelligence;
 pub mod listen;
 pub mod local;
+pub mod lockout;
 pub mod media;
 pub mod metrics;
 pub mod pipeline;

@@ -49,16 +49,22 @@ pub fn start(app: Arc<App>, listener: TcpListener) -> std::io::Result<Running> {
         spawn_plugin_refresh(registry, cancel.clone(), &tracker);
     }
     let router = crate::api::router(app.clone());
-    let shutdown = cancel.clone();
-    let ready_app = app.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                shutdown.cancelled().await;
-                ready_app.ready.store(false, Ordering::SeqCst);
-            })
-            .await
+    let limits = crate::api::server::ConnectionLimits {
+        max_connections: app.config.http.max_connections,
+        header_read_timeout: Duration::from_secs(app.config.http.header_read_timeout_secs),
+    };
+    // Not ready from the moment shutdown starts, while open connections drain.
+    let (shutdown, ready_app) = (cancel.clone(), app.clone());
+    tokio::spawn(async move {
+        shutdown.cancelled().await;
+        ready_app.ready.store(false, Ordering::SeqCst);
     });
+    let server = tokio::spawn(crate::api::server::serve(
+        listener,
+        router,
+        limits,
+        cancel.clone(),
+    ));
     app.ready.store(true, Ordering::SeqCst);
     Ok(Running {
         addr,

@@ -8,6 +8,7 @@ mod support;
 mod artifacts;
 mod auth;
 mod billing;
+mod connections;
 mod intelligence;
 mod openapi;
 mod process;

@@ -58,8 +58,15 @@ async fn completed_scan_is_posted_signed_and_retried() {
     assert_eq!(scan["status"], "complete");
     assert!(scan["timeline"].is_array());
 
-    let deliveries = t.app.db.deliveries_for_scan(&id).await.expect("deliveries");
-    let codes: Vec<Option<i64>> = deliveries.iter().map(|d| d.status_code).collect();
+    // The attempt is recorded after the receiver answers, so it can trail the delivery.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let codes: Vec<Option<i64>> = loop {
+        let deliveries = t.app.db.deliveries_for_scan(&id).await.expect("deliveries");
+        if deliveries.len() >= 2 || tokio::time::Instant::now() >= deadline {
+            break deliveries.iter().map(|d| d.status_code).collect();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert_eq!(codes, vec![Some(500), Some(200)]);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_brainscan"))
         .args(["admin", "webhook", "deliveries", "--scan", &id])

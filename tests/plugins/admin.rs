@@ -219,3 +219,43 @@ async fn operators_install_activate_roll_back_and_remove_over_http() {
     assert_eq!(actions[..2], ["deactivate", "activate"], "{v}");
     svc.stop().await;
 }
+
+/// Five failed admin authentications lock the address out for a minute: then even the right
+/// token is answered 429 without being compared, so guessing cannot go on at speed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_failed_admin_logins_lock_the_address_out() {
+    let svc = service(|c| c.plugins.admin_token = Some(TOKEN.into())).await;
+    for attempt in 0..brainscan::lockout::MAX_FAILURES {
+        let (s, v) = call(
+            svc.http
+                .get(admin_url(&svc, "/plugins"))
+                .bearer_auth(format!("wrong-guess-{attempt}")),
+        )
+        .await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "attempt {attempt}: {v}");
+    }
+    let r = svc
+        .http
+        .get(admin_url(&svc, "/plugins"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 429);
+    let wait: u64 = r
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("retry-after");
+    assert!((1..=60).contains(&wait), "{wait}");
+    let v: serde_json::Value = r.json().await.expect("json");
+    assert!(
+        v["message"]
+            .as_str()
+            .expect("message")
+            .contains("failed admin authentications"),
+        "{v}"
+    );
+    svc.stop().await;
+}

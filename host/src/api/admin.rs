@@ -31,6 +31,21 @@ impl FromRequestParts<Arc<App>> for Admin {
         else {
             return Err(ApiError::not_found("this endpoint"));
         };
+        // Behind the connection layer every request carries its peer; a router driven
+        // directly (unit tests) has none and shares one bucket.
+        let peer = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
+        let now = std::time::Instant::now();
+        if let Some(wait) = app.admin_lockout.locked_out(peer, now) {
+            let mut e = ApiError::rate_limited(wait);
+            e.message = format!(
+                "too many failed admin authentications from this address; retry in {} s",
+                e.retry_after.unwrap_or(1)
+            );
+            return Err(e);
+        }
         let presented = parts
             .headers
             .get(axum::http::header::AUTHORIZATION)
@@ -40,12 +55,15 @@ impl FromRequestParts<Arc<App>> for Admin {
             .map(|(_, token)| token.trim());
         let ok = presented.is_some_and(|t| bool::from(t.as_bytes().ct_eq(expected.as_bytes())));
         if !ok {
+            app.admin_lockout.failed(peer, now);
+            tracing::warn!(%peer, "failed admin authentication");
             return Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
                 "the admin API needs `Authorization: Bearer <BRAINSCAN_ADMIN_TOKEN>`",
             ));
         }
+        app.admin_lockout.succeeded(peer);
         Ok(Self(registry.clone()))
     }
 }
