@@ -32,6 +32,8 @@ async fn fill(db: &Db) {
             id: format!("job_{i:06}"),
             kind: "scan".into(),
             payload: "{}".into(),
+            // Fifty organisations: the claim counts each one's running jobs.
+            org_id: Some(format!("org_{:02}", i % 50)),
             max_attempts: 3,
             run_after: 0,
             created_at: i as i64,

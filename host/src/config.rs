@@ -124,6 +124,11 @@ pub struct QueueConfig {
     /// Seconds a worker may take to finish its job at shutdown before the job is released.
     #[arg(long, env = "BRAINSCAN_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
     pub shutdown_grace_secs: u64,
+
+    /// Most scans of one organisation running at once, across every worker sharing the
+    /// database; when several organisations wait, the one with fewest running goes first.
+    #[arg(long, env = "BRAINSCAN_ORG_RUNNING_SCANS", default_value_t = 2)]
+    pub org_running_scans: i64,
 }
 
 /// Webhook delivery.
@@ -141,6 +146,11 @@ pub struct WebhookConfig {
     /// Seconds a receiver has to answer one delivery.
     #[arg(long, env = "BRAINSCAN_WEBHOOK_TIMEOUT_SECS", default_value_t = 10)]
     pub webhook_timeout_secs: u64,
+
+    /// Webhook deliveries in flight per worker process. Each organisation has at most one in
+    /// flight, so a receiver that never answers holds one slot, not the others' deliveries.
+    #[arg(long, env = "BRAINSCAN_WEBHOOK_WORKERS", default_value_t = 8)]
+    pub webhook_workers: usize,
 }
 
 /// The HTTP server.

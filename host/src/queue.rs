@@ -30,7 +30,7 @@ pub struct ScanJob {
     pub scan_id: String,
 }
 
-/// Starts `count` scan workers and one webhook worker on `tracker`.
+/// Starts `count` scan workers and the webhook workers (`webhook_workers`) on `tracker`.
 pub fn spawn_workers(
     app: &Arc<App>,
     count: usize,
@@ -43,23 +43,31 @@ pub fn spawn_workers(
         tracker.spawn(worker_loop(app.clone(), SCAN_JOB, worker, cancel.clone()));
     }
     if count > 0 {
-        tracker.spawn(worker_loop(
-            app.clone(),
-            WEBHOOK_JOB,
-            format!("{process}-webhook"),
-            cancel.clone(),
-        ));
+        for i in 0..app.config.webhook.webhook_workers.max(1) {
+            tracker.spawn(worker_loop(
+                app.clone(),
+                WEBHOOK_JOB,
+                format!("{process}-webhook-{i}"),
+                cancel.clone(),
+            ));
+        }
     }
 }
 
 async fn worker_loop(app: Arc<App>, kind: &'static str, worker: String, cancel: CancellationToken) {
     let lease_ms = app.config.queue.lease_ms as i64;
+    // Per organisation: scans up to the configured cap, one webhook delivery at a time.
+    let per_org = if kind == WEBHOOK_JOB {
+        1
+    } else {
+        app.config.queue.org_running_scans
+    };
     let poll = Duration::from_millis(app.config.queue.poll_ms);
     tracing::info!(worker, kind, "worker started");
     while !cancel.is_cancelled() {
         let claimed = app
             .db
-            .claim_job(kind, &worker, app.clock.now_ms(), lease_ms)
+            .claim_job_fair(kind, &worker, app.clock.now_ms(), lease_ms, per_org)
             .await;
         match claimed {
             Ok(Some(job)) => run_job(&app, &worker, job, &cancel).await,

@@ -69,6 +69,7 @@ pub async fn enqueue(app: &App, scan_id: &str, org_id: &str, url: &str) -> Store
         .enqueue(&NewJob {
             id: ids::new_job_id(),
             kind: WEBHOOK_JOB.to_owned(),
+            org_id: Some(org_id.to_owned()),
             payload: serde_json::to_string(&payload)?,
             max_attempts: app.config.webhook.webhook_max_attempts,
             run_after: now,

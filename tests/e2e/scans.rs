@@ -601,3 +601,43 @@ async fn a_cancelled_scan_stays_cancelled_and_is_never_charged() {
     assert_eq!(s, StatusCode::NOT_FOUND);
     t.stop().await;
 }
+
+/// Tenant fairness (issue: contract and hardening): organisation A queues six scans from a
+/// drip-feed host before B submits one. With two workers and A capped at two running scans,
+/// B's scan is claimed at the first free worker, ahead of A's older backlog, so it waits at
+/// most about one of A's scans; first-in-first-out it would wait for all six.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_organisations_backlog_does_not_hold_up_another() {
+    let t = TestApp::start_with(
+        |c| {
+            c.queue.workers = 2;
+            c.queue.org_running_scans = 2;
+            c.fetch.probe_timeout_secs = 1;
+        },
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    let a = t.org("a", 10_000).await;
+    let b = t.org("b", 10_000).await;
+    let slow = t.media.url("/slow/tone.wav"); // 2 KiB per 100 ms: about 2.5 s per scan
+    let mut backlog = Vec::new();
+    for _ in 0..6 {
+        let (s, body) = t.submit_url(&a, "audio", &slow).await;
+        assert_eq!(s, StatusCode::ACCEPTED, "{body}");
+        backlog.push(body["scan_id"].as_str().expect("id").to_owned());
+    }
+    let (s, body) = t.submit_tone(&b, json!({})).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{body}");
+    let bs = body["scan_id"].as_str().expect("id").to_owned();
+    assert_eq!(t.wait_final(&bs).await, "complete");
+    let mut a_done = 0;
+    for id in &backlog {
+        let row = t.app.db.get_scan_by_id(id).await.expect("scan");
+        a_done += usize::from(row.status == "complete");
+    }
+    assert!(
+        a_done <= 3,
+        "B finished only after {a_done} of A's six scans"
+    );
+    t.stop().await;
+}

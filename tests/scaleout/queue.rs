@@ -36,6 +36,7 @@ fn job(i: usize, kind: &str, run_after: i64) -> NewJob {
         id: format!("job_{i:05}"),
         kind: kind.to_owned(),
         payload: format!("{{\"n\":{i}}}"),
+        org_id: None,
         max_attempts: 3,
         run_after,
         created_at: 1_000 + i as i64,
@@ -72,7 +73,55 @@ on_both_engines!(
     release_gives_the_job_back_without_spending_an_attempt,
     oldest_due_job_first_and_kinds_stay_apart,
     migrations_are_idempotent,
+    an_organisation_at_its_cap_waits_and_the_least_busy_goes_first,
 );
+
+/// Per-organisation fairness: organisation A queued a backlog before B's one job. With a cap
+/// of 2, once A has a job running B's job goes ahead of A's older backlog (B has none
+/// running), A gets its second slot, then nothing is claimable until one of A's finishes; an
+/// expired lease no longer counts as running.
+async fn an_organisation_at_its_cap_waits_and_the_least_busy_goes_first(db: Db) {
+    let of = |i: usize, org: &str| NewJob {
+        org_id: Some(org.to_owned()),
+        ..job(i, "scan", 0)
+    };
+    for i in 0..5 {
+        db.enqueue(&of(i, "org_a")).await.expect("enqueue");
+    }
+    db.enqueue(&of(9, "org_b")).await.expect("enqueue");
+    let claim = |worker: &'static str, now: i64| {
+        let db = &db;
+        async move {
+            db.claim_job_fair("scan", worker, now, 1_000, 2)
+                .await
+                .expect("claim")
+        }
+    };
+    let first = claim("w1", 2_000).await.expect("A's oldest");
+    assert_eq!(
+        first.id, "job_00000",
+        "oldest first while nobody runs anything"
+    );
+    let second = claim("w2", 2_000).await.expect("B's job");
+    assert_eq!(
+        second.id, "job_00009",
+        "B (none running) goes before A's backlog"
+    );
+    let third = claim("w3", 2_000).await.expect("A's next");
+    assert_eq!(third.id, "job_00001");
+    assert!(claim("w4", 2_000).await.is_none(), "A is at its cap of 2");
+    assert!(
+        db.finish_job(&first.id, "w1", None, 2_100)
+            .await
+            .expect("finish")
+    );
+    let fourth = claim("w1", 2_200).await.expect("A again, one slot free");
+    assert_eq!(fourth.id, "job_00002");
+    assert!(claim("w4", 2_200).await.is_none());
+    // The leases run out at 3 000 (claimed at 2 000 with 1 000 ms): expired leases do not
+    // count against the cap, and their jobs are themselves claimable again.
+    assert!(claim("w5", 3_300).await.is_some());
+}
 
 /// 200 jobs, 8 claimers racing: every job is claimed exactly once and ends `done`.
 async fn concurrent_claimers_each_get_different_jobs(db: Db) {

@@ -393,6 +393,7 @@ pub async fn create_scan(
     let job = NewJob {
         id: ids::new_job_id(),
         kind: SCAN_JOB.into(),
+        org_id: Some(caller.org_id.clone()),
         payload: serde_json::to_string(&ScanJob {
             scan_id: scan_id.clone(),
         })

@@ -66,6 +66,11 @@ const SQLITE_MIGRATIONS: &[Migration] = &[
         "recall",
         include_str!("../../../migrations/sqlite/0004_recall.sql"),
     ),
+    (
+        5,
+        "fairness",
+        include_str!("../../../migrations/sqlite/0005_fairness.sql"),
+    ),
 ];
 
 const POSTGRES_MIGRATIONS: &[Migration] = &[
@@ -88,6 +93,11 @@ const POSTGRES_MIGRATIONS: &[Migration] = &[
         4,
         "recall",
         include_str!("../../../migrations/postgres/0004_recall.sql"),
+    ),
+    (
+        5,
+        "fairness",
+        include_str!("../../../migrations/postgres/0005_fairness.sql"),
     ),
 ];
 

@@ -18,6 +18,9 @@ pub struct NewJob {
     pub id: String,
     pub kind: String,
     pub payload: String,
+    /// The organisation the job works for (per-organisation caps and fairness); `None` for
+    /// jobs of no organisation, which are never capped.
+    pub org_id: Option<String>,
     pub max_attempts: i64,
     pub run_after: i64,
     pub created_at: i64,
@@ -40,7 +43,7 @@ pub(super) async fn insert_job(
     job: &NewJob,
 ) -> StoreResult<()> {
     sqlx::query(
-        "INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_after, created_at, updated_at) VALUES ($1, $2, $3, 'queued', 0, $4, $5, $6, $6)",
+        "INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_after, created_at, updated_at, org_id) VALUES ($1, $2, $3, 'queued', 0, $4, $5, $6, $6, $7)",
     )
     .bind(&job.id)
     .bind(&job.kind)
@@ -48,22 +51,36 @@ pub(super) async fn insert_job(
     .bind(job.max_attempts)
     .bind(job.run_after)
     .bind(job.created_at)
+    .bind(job.org_id.as_deref())
     .execute(&mut **tx)
     .await?;
     notify(backend, tx, JOBS_CHANNEL, &job.kind).await
 }
 
-/// The claim statement. Both dialects pick the oldest runnable job of the kind; Postgres
-/// skips rows another transaction is claiming instead of queueing behind them.
+/// The claim statement. Both dialects pick, among the runnable jobs of the kind (queued and
+/// due, or running with an expired lease), one whose organisation has fewer than `$5` jobs of
+/// that kind running, preferring the organisations with fewest running (so a new
+/// organisation's job goes before the backlog of one that already has work in flight), then
+/// the oldest. Jobs without an organisation are never capped. Postgres skips rows another
+/// transaction is claiming instead of queueing behind them; two workers claiming at the same
+/// instant can each see the same count, so the cap can be exceeded by concurrent claims (at
+/// most by the number of workers that raced).
 fn claim_sql(backend: Backend) -> &'static str {
     match backend {
         Backend::Sqlite => {
             "UPDATE jobs SET state = 'running', locked_by = $2, locked_until = $3, attempts = attempts + 1, updated_at = $4
              WHERE id = (
-                SELECT id FROM jobs
-                WHERE kind = $1 AND state IN ('queued', 'running')
-                  AND ((state = 'queued' AND run_after <= $4) OR (state = 'running' AND locked_until < $4))
-                ORDER BY run_after, created_at LIMIT 1
+                SELECT j.id FROM jobs j
+                LEFT JOIN (
+                    SELECT org_id, COUNT(*) AS running FROM jobs
+                    WHERE kind = $1 AND state = 'running' AND locked_until >= $4 AND org_id IS NOT NULL
+                    GROUP BY org_id
+                ) busy ON busy.org_id = j.org_id
+                WHERE j.kind = $1 AND j.state IN ('queued', 'running')
+                  AND ((j.state = 'queued' AND j.run_after <= $4) OR (j.state = 'running' AND j.locked_until < $4))
+                  AND COALESCE(busy.running, 0) < $5
+                ORDER BY COALESCE(busy.running, 0), j.run_after, j.created_at
+                LIMIT 1
              )
              AND ((state = 'queued' AND run_after <= $4) OR (state = 'running' AND locked_until < $4))
              RETURNING id, kind, payload, attempts, max_attempts"
@@ -71,11 +88,18 @@ fn claim_sql(backend: Backend) -> &'static str {
         Backend::Postgres => {
             "UPDATE jobs SET state = 'running', locked_by = $2, locked_until = $3, attempts = attempts + 1, updated_at = $4
              WHERE id = (
-                SELECT id FROM jobs
-                WHERE kind = $1 AND state IN ('queued', 'running')
-                  AND ((state = 'queued' AND run_after <= $4) OR (state = 'running' AND locked_until < $4))
-                ORDER BY run_after, created_at LIMIT 1
-                FOR UPDATE SKIP LOCKED
+                SELECT j.id FROM jobs j
+                LEFT JOIN (
+                    SELECT org_id, COUNT(*) AS running FROM jobs
+                    WHERE kind = $1 AND state = 'running' AND locked_until >= $4 AND org_id IS NOT NULL
+                    GROUP BY org_id
+                ) busy ON busy.org_id = j.org_id
+                WHERE j.kind = $1 AND j.state IN ('queued', 'running')
+                  AND ((j.state = 'queued' AND j.run_after <= $4) OR (j.state = 'running' AND j.locked_until < $4))
+                  AND COALESCE(busy.running, 0) < $5
+                ORDER BY COALESCE(busy.running, 0), j.run_after, j.created_at
+                LIMIT 1
+                FOR UPDATE OF j SKIP LOCKED
              )
              RETURNING id, kind, payload, attempts, max_attempts"
         }
@@ -99,11 +123,26 @@ impl Db {
         now_ms: i64,
         lease_ms: i64,
     ) -> StoreResult<Option<ClaimedJob>> {
+        self.claim_job_fair(kind, worker, now_ms, lease_ms, i64::MAX)
+            .await
+    }
+
+    /// [`Self::claim_job`] with at most `per_org` running jobs of `kind` per organisation,
+    /// organisations with fewest running first (see `claim_sql`).
+    pub async fn claim_job_fair(
+        &self,
+        kind: &str,
+        worker: &str,
+        now_ms: i64,
+        lease_ms: i64,
+        per_org: i64,
+    ) -> StoreResult<Option<ClaimedJob>> {
         let row = sqlx::query(claim_sql(self.backend))
             .bind(kind)
             .bind(worker)
             .bind(now_ms + lease_ms)
             .bind(now_ms)
+            .bind(per_org.max(1))
             .fetch_optional(&self.pool)
             .await?;
         row.map(|r| -> StoreResult<ClaimedJob> {
