@@ -126,7 +126,7 @@ pub struct QueueConfig {
     pub shutdown_grace_secs: u64,
 
     /// Most scans of one organisation running at once, across every worker sharing the
-    /// database; when several organisations wait, the one with fewest running goes first.
+    /// database; an organisation with nothing running goes ahead of another's backlog.
     #[arg(long, env = "BRAINSCAN_ORG_RUNNING_SCANS", default_value_t = 2)]
     pub org_running_scans: i64,
 }

@@ -1,5 +1,5 @@
 -- Fairness between organisations in the queue: the claim counts an organisation's running
--- jobs of a kind, takes the organisations with fewest first, and skips an organisation at its
+-- jobs of a kind, serves organisations with nothing running first, and skips one at its
 -- cap (scans: BRAINSCAN_ORG_RUNNING_SCANS; webhooks: one delivery at a time per organisation).
 ALTER TABLE jobs ADD COLUMN org_id TEXT;
 UPDATE jobs SET org_id = payload::json->>'org_id' WHERE kind = 'webhook';

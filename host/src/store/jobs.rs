@@ -57,29 +57,29 @@ pub(super) async fn insert_job(
     notify(backend, tx, JOBS_CHANNEL, &job.kind).await
 }
 
-/// The claim statement. Both dialects pick, among the runnable jobs of the kind (queued and
-/// due, or running with an expired lease), one whose organisation has fewer than `$5` jobs of
-/// that kind running, preferring the organisations with fewest running (so a new
-/// organisation's job goes before the backlog of one that already has work in flight), then
-/// the oldest. Jobs without an organisation are never capped. Postgres skips rows another
-/// transaction is claiming instead of queueing behind them; two workers claiming at the same
-/// instant can each see the same count, so the cap can be exceeded by concurrent claims (at
-/// most by the number of workers that raced).
+/// The claim statement: the oldest runnable job of the kind (queued and due, or running with
+/// an expired lease) whose organisation has fewer than `$5` jobs of that kind running (jobs
+/// without an organisation are never capped). `Db::claim_job_fair` runs it with `$5 = 1`
+/// first, so an organisation with nothing running goes ahead of another's backlog, then with
+/// the cap. Ordering by the running count instead would sort every runnable job on each claim
+/// (measured on SQLite with 10 000 jobs of 50 organisations queued: 3.7 ms a claim, against
+/// 0.015 ms for this, the same as plain first-in-first-out); walking the queue in index order
+/// costs extra only while a busy organisation's backlog sits ahead of the first eligible job
+/// (7 ms with 10 000 of one organisation's jobs ahead).
+///
+/// Postgres skips rows another transaction is claiming instead of queueing behind them; two
+/// workers claiming at the same instant can each see the same count, so the cap can be
+/// exceeded by concurrent claims (at most by the number of workers that raced).
 fn claim_sql(backend: Backend) -> &'static str {
     match backend {
         Backend::Sqlite => {
             "UPDATE jobs SET state = 'running', locked_by = $2, locked_until = $3, attempts = attempts + 1, updated_at = $4
              WHERE id = (
                 SELECT j.id FROM jobs j
-                LEFT JOIN (
-                    SELECT org_id, COUNT(*) AS running FROM jobs
-                    WHERE kind = $1 AND state = 'running' AND locked_until >= $4 AND org_id IS NOT NULL
-                    GROUP BY org_id
-                ) busy ON busy.org_id = j.org_id
                 WHERE j.kind = $1 AND j.state IN ('queued', 'running')
                   AND ((j.state = 'queued' AND j.run_after <= $4) OR (j.state = 'running' AND j.locked_until < $4))
-                  AND COALESCE(busy.running, 0) < $5
-                ORDER BY COALESCE(busy.running, 0), j.run_after, j.created_at
+                  AND (SELECT COUNT(*) FROM jobs r WHERE r.org_id = j.org_id AND r.kind = j.kind AND r.state = 'running' AND r.locked_until >= $4) < $5
+                ORDER BY j.run_after, j.created_at
                 LIMIT 1
              )
              AND ((state = 'queued' AND run_after <= $4) OR (state = 'running' AND locked_until < $4))
@@ -89,15 +89,10 @@ fn claim_sql(backend: Backend) -> &'static str {
             "UPDATE jobs SET state = 'running', locked_by = $2, locked_until = $3, attempts = attempts + 1, updated_at = $4
              WHERE id = (
                 SELECT j.id FROM jobs j
-                LEFT JOIN (
-                    SELECT org_id, COUNT(*) AS running FROM jobs
-                    WHERE kind = $1 AND state = 'running' AND locked_until >= $4 AND org_id IS NOT NULL
-                    GROUP BY org_id
-                ) busy ON busy.org_id = j.org_id
                 WHERE j.kind = $1 AND j.state IN ('queued', 'running')
                   AND ((j.state = 'queued' AND j.run_after <= $4) OR (j.state = 'running' AND j.locked_until < $4))
-                  AND COALESCE(busy.running, 0) < $5
-                ORDER BY COALESCE(busy.running, 0), j.run_after, j.created_at
+                  AND (SELECT COUNT(*) FROM jobs r WHERE r.org_id = j.org_id AND r.kind = j.kind AND r.state = 'running' AND r.locked_until >= $4) < $5
+                ORDER BY j.run_after, j.created_at
                 LIMIT 1
                 FOR UPDATE OF j SKIP LOCKED
              )
@@ -123,13 +118,32 @@ impl Db {
         now_ms: i64,
         lease_ms: i64,
     ) -> StoreResult<Option<ClaimedJob>> {
-        self.claim_job_fair(kind, worker, now_ms, lease_ms, i64::MAX)
+        self.claim_capped(kind, worker, now_ms, lease_ms, i64::MAX)
             .await
     }
 
-    /// [`Self::claim_job`] with at most `per_org` running jobs of `kind` per organisation,
-    /// organisations with fewest running first (see `claim_sql`).
+    /// [`Self::claim_job`] with at most `per_org` running jobs of `kind` per organisation:
+    /// the oldest job of an organisation with nothing running first, else the oldest of one
+    /// under its cap (see `claim_sql`).
     pub async fn claim_job_fair(
+        &self,
+        kind: &str,
+        worker: &str,
+        now_ms: i64,
+        lease_ms: i64,
+        per_org: i64,
+    ) -> StoreResult<Option<ClaimedJob>> {
+        let per_org = per_org.max(1);
+        if per_org > 1
+            && let Some(job) = self.claim_capped(kind, worker, now_ms, lease_ms, 1).await?
+        {
+            return Ok(Some(job));
+        }
+        self.claim_capped(kind, worker, now_ms, lease_ms, per_org)
+            .await
+    }
+
+    async fn claim_capped(
         &self,
         kind: &str,
         worker: &str,
@@ -142,7 +156,7 @@ impl Db {
             .bind(worker)
             .bind(now_ms + lease_ms)
             .bind(now_ms)
-            .bind(per_org.max(1))
+            .bind(per_org)
             .fetch_optional(&self.pool)
             .await?;
         row.map(|r| -> StoreResult<ClaimedJob> {
