@@ -200,7 +200,7 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
         .map_err(|e| StageError::permanent("internal_error", e.to_string()))?;
     let completed = app
         .db
-        .complete_scan(scan_id, &json, &texts, app.clock.now_ms())
+        .complete_scan(scan_id, &json, &result.summary, &texts, app.clock.now_ms())
         .await
         .map_err(internal)?;
     metrics::histogram!("brainscan_scan_duration_seconds").record(started.elapsed().as_secs_f64());

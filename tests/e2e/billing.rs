@@ -235,6 +235,11 @@ async fn every_route_that_releases_a_result_charges_it_once() {
     // Charged: the list now carries the result's own summary.
     let entry = listed(&t, &org, &by_analyze).await;
     assert_eq!(entry["summary"], scan["summary"], "{entry}");
+    // The list reads the summary column and never loads a result.
+    let (_, rows) = t.app.db.list_scans(&org.id, 100, 0).await.expect("list");
+    assert!(rows.iter().all(|r| r.result_json.is_none()));
+    let row = rows.iter().find(|r| r.id == by_analyze).expect("row");
+    assert_eq!(row.summary.as_deref(), scan["summary"].as_str());
 
     // Two scans charged, $5.00: $2.50 free credit and $2.50 of the deposit.
     assert_eq!(money(&t.wallet(&org).await), (17.5, 0.0, 17.5, 7));

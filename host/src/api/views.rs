@@ -269,11 +269,12 @@ pub fn public_base(app: &crate::app::App, headers: Option<&http::HeaderMap>) -> 
 /// # Errors
 /// When stored JSON is unreadable.
 pub fn summary_entry(row: &ScanRow) -> Result<ScanSummary, serde_json::Error> {
-    let (request, result) = stored_parts(row)?;
-    let summary = match (row.status.as_str(), result) {
+    // The list reads the summary column, never the result (see `Db::list_scans`).
+    let request: ScanRequest = serde_json::from_str(&row.request_json)?;
+    let summary = match (row.status.as_str(), row.summary.clone()) {
         // Until the scan is charged its result has not left the service: the list must not
         // be a free way to read it.
-        ("complete", Some(r)) if row.charged_at.is_some() => r.summary,
+        ("complete", Some(s)) if row.charged_at.is_some() => s,
         ("complete", _) => format!(
             "Complete: fetch GET /api/v1/scans/{} to read the result (the first fetch is charged).",
             row.id

@@ -71,6 +71,11 @@ const SQLITE_MIGRATIONS: &[Migration] = &[
         "fairness",
         include_str!("../../../migrations/sqlite/0005_fairness.sql"),
     ),
+    (
+        6,
+        "list_summary",
+        include_str!("../../../migrations/sqlite/0006_list_summary.sql"),
+    ),
 ];
 
 const POSTGRES_MIGRATIONS: &[Migration] = &[
@@ -98,6 +103,11 @@ const POSTGRES_MIGRATIONS: &[Migration] = &[
         5,
         "fairness",
         include_str!("../../../migrations/postgres/0005_fairness.sql"),
+    ),
+    (
+        6,
+        "list_summary",
+        include_str!("../../../migrations/postgres/0006_list_summary.sql"),
     ),
 ];
 

@@ -19,7 +19,10 @@ pub struct ScanRow {
     pub input_kind: String,
     pub input_url: String,
     pub request_json: String,
+    /// `None` in rows read by [`Db::list_scans`], which does not load results.
     pub result_json: Option<String>,
+    /// The result's summary, kept in its own column for the list.
+    pub summary: Option<String>,
     pub error: Option<String>,
     pub price_cents: i64,
     pub charged_at: Option<i64>,
@@ -28,7 +31,10 @@ pub struct ScanRow {
     pub completed_at: Option<i64>,
 }
 
-const SCAN_COLUMNS: &str = "id, org_id, status, stage, progress, model, input_kind, input_url, request_json, result_json, error, price_cents, charged_at, created_at, updated_at, completed_at";
+const SCAN_COLUMNS: &str = "id, org_id, status, stage, progress, model, input_kind, input_url, request_json, result_json, summary, error, price_cents, charged_at, created_at, updated_at, completed_at";
+
+/// [`SCAN_COLUMNS`] without the result, for the list.
+const LIST_COLUMNS: &str = "id, org_id, status, stage, progress, model, input_kind, input_url, request_json, NULL AS result_json, summary, error, price_cents, charged_at, created_at, updated_at, completed_at";
 
 fn scan_from_row(r: &sqlx::any::AnyRow) -> StoreResult<ScanRow> {
     Ok(ScanRow {
@@ -42,6 +48,7 @@ fn scan_from_row(r: &sqlx::any::AnyRow) -> StoreResult<ScanRow> {
         input_url: r.try_get("input_url")?,
         request_json: r.try_get("request_json")?,
         result_json: r.try_get("result_json")?,
+        summary: r.try_get("summary")?,
         error: r.try_get("error")?,
         price_cents: r.try_get("price_cents")?,
         charged_at: r.try_get("charged_at")?,
@@ -247,7 +254,7 @@ impl Db {
             .await?
             .try_get("n")?;
         let sql = format!(
-            "SELECT {SCAN_COLUMNS} FROM scans WHERE org_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
+            "SELECT {LIST_COLUMNS} FROM scans WHERE org_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(org_id)
@@ -290,16 +297,18 @@ impl Db {
         &self,
         id: &str,
         result_json: &str,
+        summary: &str,
         texts: &[super::recall::EmbeddedText],
         now_ms: i64,
     ) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
         let done = sqlx::query(
-            "UPDATE scans SET status = 'complete', stage = 'done', progress = 100, result_json = $2, updated_at = $3, completed_at = $3 WHERE id = $1 AND status IN ('queued', 'processing')",
+            "UPDATE scans SET status = 'complete', stage = 'done', progress = 100, result_json = $2, summary = $4, updated_at = $3, completed_at = $3 WHERE id = $1 AND status IN ('queued', 'processing')",
         )
         .bind(id)
         .bind(result_json)
         .bind(now_ms)
+        .bind(summary)
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {

@@ -1,0 +1,4 @@
+-- The list reads each scan's summary from its own column, so GET /scans?limit=100 does not
+-- load and parse a hundred full results (each tens of kilobytes).
+ALTER TABLE scans ADD COLUMN summary TEXT;
+UPDATE scans SET summary = json_extract(result_json, '$.summary') WHERE result_json IS NOT NULL;
