@@ -1,8 +1,11 @@
 //! Prometheus metrics. Counters and histograms are recorded where things happen; gauges of
 //! scans by state and queue depth are read from the database at scrape time, so every
-//! process reports the truth of the shared store.
+//! process reports the truth of the shared store. Those reads are grouped counts over whole
+//! tables, so they run at most once per [`GAUGE_REFRESH`] however often `/metrics` is
+//! scraped (a scrape in between shows the last values).
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
@@ -24,8 +27,34 @@ pub fn handle() -> PrometheusHandle {
         .clone()
 }
 
-/// Renders the exposition text after refreshing the database-backed gauges.
+/// How often the database-backed gauges are re-read.
+pub const GAUGE_REFRESH: Duration = Duration::from_secs(5);
+
+/// When the gauges were last read; one scrape at a time claims a refresh.
+static LAST_REFRESH: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// Whether a scrape at `now` should re-read the gauges, claiming the refresh if so: the first
+/// scrape, and then one per `every`.
+fn claim_refresh(last: &Mutex<Option<Instant>>, now: Instant, every: Duration) -> bool {
+    let mut last = last
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if last.is_some_and(|t| now.saturating_duration_since(t) < every) {
+        return false;
+    }
+    *last = Some(now);
+    true
+}
+
+/// Renders the exposition text, refreshing the database-backed gauges when they are due.
 pub async fn render(db: &Db) -> String {
+    if claim_refresh(&LAST_REFRESH, Instant::now(), GAUGE_REFRESH) {
+        refresh_gauges(db).await;
+    }
+    handle().render()
+}
+
+async fn refresh_gauges(db: &Db) {
     if let Ok(counts) = db.scan_counts().await {
         for status in crate::scan::ScanStatus::ALL {
             let n = counts
@@ -47,5 +76,22 @@ pub async fn render(db: &Db) -> String {
             }
         }
     }
-    handle().render()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gauges_are_reread_at_most_once_per_interval() {
+        let last = Mutex::new(None);
+        let t0 = Instant::now();
+        let every = Duration::from_secs(5);
+        assert!(claim_refresh(&last, t0, every), "the first scrape reads");
+        for ms in [0, 10, 4_999] {
+            assert!(!claim_refresh(&last, t0 + Duration::from_millis(ms), every));
+        }
+        assert!(claim_refresh(&last, t0 + every, every));
+        assert!(!claim_refresh(&last, t0 + every, every));
+    }
 }
