@@ -35,6 +35,8 @@ pub struct App {
     pub recall: crate::intelligence::recall::Recall,
     /// Failed admin authentications per client address.
     pub admin_lockout: crate::lockout::Lockout,
+    /// Submit-time probes in flight, in total and per organisation.
+    pub probe_slots: Arc<crate::media::probe_slots::ProbeSlots>,
 }
 
 impl App {
@@ -97,6 +99,10 @@ impl App {
         let recall = crate::intelligence::recall::Recall::new(
             crate::speech::ModelPaths::under(&config.models_dir).embedder,
         );
+        let probe_slots = crate::media::probe_slots::ProbeSlots::new(
+            config.fetch.probe_concurrency,
+            config.fetch.probe_concurrency_per_org,
+        );
         Ok(Arc::new(Self {
             recall,
             config,
@@ -111,6 +117,7 @@ impl App {
             ready: AtomicBool::new(false),
             limiter,
             admin_lockout: crate::lockout::Lockout::default(),
+            probe_slots,
         }))
     }
 

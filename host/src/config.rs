@@ -70,6 +70,14 @@ pub struct FetchConfig {
     #[arg(long, env = "BRAINSCAN_PROBE_TIMEOUT_SECS", default_value_t = 10)]
     pub probe_timeout_secs: u64,
 
+    /// Submit-time probes running at once in this process, and per organisation. A
+    /// submission that finds none free is accepted unprobed (the worker checks the file).
+    #[arg(long, env = "BRAINSCAN_PROBE_CONCURRENCY", default_value_t = 16)]
+    pub probe_concurrency: usize,
+
+    #[arg(long, env = "BRAINSCAN_PROBE_CONCURRENCY_PER_ORG", default_value_t = 2)]
+    pub probe_concurrency_per_org: usize,
+
     /// Development only: allow fetching from loopback addresses (127.0.0.0/8, ::1).
     /// Off by default; private, link-local and metadata addresses stay refused.
     #[arg(long, env = "BRAINSCAN_ALLOW_LOOPBACK_FETCH", default_value_t = false)]

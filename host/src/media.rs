@@ -5,3 +5,4 @@ pub mod decode;
 pub mod fetch;
 pub mod guard;
 pub mod probe;
+pub mod probe_slots;

@@ -641,3 +641,52 @@ async fn one_organisations_backlog_does_not_hold_up_another() {
     );
     t.stop().await;
 }
+
+/// Submit-time probes are bounded per organisation: with one slot, a second submission made
+/// while the first is still probing a slow host is accepted at once, unprobed (the worker
+/// checks the file), instead of a second fetch running alongside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_burst_of_submissions_does_not_probe_more_than_the_organisations_share() {
+    let t = TestApp::start_with(
+        |c| {
+            c.fetch.probe_concurrency_per_org = 1;
+            c.fetch.probe_timeout_secs = 3;
+            c.queue.workers = 0;
+        },
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    let org = t.org("acme", 10_000).await;
+    let slow = t.media.url("/slow/clip.mp4"); // 2 KiB per 100 ms: the probe runs its 3 s out
+    let first = {
+        let (http, url, key) = (t.http.clone(), t.url("/scans"), org.key.clone());
+        let slow = slow.clone();
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            let r = http
+                .post(url)
+                .bearer_auth(key)
+                .json(&json!({"input": {"type": "video", "video_url": slow}}))
+                .send()
+                .await
+                .expect("send");
+            (r.status().as_u16(), started.elapsed())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = std::time::Instant::now();
+    let (s, body) = t.submit_url(&org, "video", &slow).await;
+    let second = started.elapsed();
+    assert_eq!(s, StatusCode::ACCEPTED, "{body}");
+    let (s, first_took) = first.await.expect("join");
+    assert_eq!(s, 202);
+    assert!(
+        first_took >= Duration::from_millis(2_500),
+        "the first submission probed for {first_took:?}"
+    );
+    assert!(
+        second < Duration::from_millis(1_500),
+        "the second waited {second:?}: it probed instead of finding the share taken"
+    );
+    t.stop().await;
+}
