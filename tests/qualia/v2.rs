@@ -426,10 +426,11 @@ async fn nuisance_changes_move_no_lens_by_more_than_five_points() {
 
 /// Silence is no sound, and no lens scores a clip higher because it is silent (the v2
 /// issue's bar). A muted copy and a copy with a silent track of two real clips report no
-/// audio, and every lens's clip mean is at most the original's. This can fail for a
-/// scientific reason: it holds only because drive features are scaled from their no-stimulus
-/// value (`v2::no_drive`) and every prior weight is ≥ 0, so sound can only add drive; under
-/// 2.2.0's corpus-mean centring, muting the trailer raised memory 36 -> 66.
+/// audio, and every lens's clip mean is at most the original's. A design check on real clips,
+/// not evidence from data independent of the weights: it holds because drive features are
+/// scaled from their no-stimulus value (`v2::no_drive`) and every prior weight is ≥ 0, so
+/// sound can only add drive, and it fails when that design breaks (under 2.2.0's corpus-mean
+/// centring, muting the trailer raised memory 36 -> 66).
 #[tokio::test]
 async fn silence_reads_as_no_sound() {
     let table = brainscan::benchmark::BenchmarkTable::embedded().expect("benchmark table");

@@ -641,6 +641,7 @@ pub fn build_v2(
     profiles: &ProfileTable,
 ) -> Model {
     let (weights, notes) = grounded_weights(profiles);
+    let centre = v2::centres(corpus_mean);
     let mut provenance = prior_provenance(
         "Weights are a prior derived from data, not fitted: each feature's weights are the Neurosynth v7 network profile (positive log odds, 95% bootstrap interval above 0) of the construct it indexes. They are NOT fitted to fMRI. On real fMRI (Alice, first half) they predict language regions at mean r 0.21, below loudness alone (0.30): read results as directional prior-model predictions, not measurements. Drive features (how much there is to see, hear or understand) are scaled from their value with no stimulus, so 0 on a network is rest and an absent stream, silence or a uniform frame reads as no drive; the other features are centred on the reference corpus below, and every feature's spread comes from that corpus.",
         corpus,
@@ -691,8 +692,8 @@ pub fn build_v2(
     Model {
         features: v2::FEATURES.iter().map(|f| f.0.to_owned()).collect(),
         modality: v2::FEATURES.iter().map(|f| f.1).collect(),
-        absent: v2::centres(corpus_mean),
-        mean: v2::centres(corpus_mean),
+        absent: centre.clone(),
+        mean: centre,
         std,
         weights,
         bias: vec![0.0; NETWORK_COUNT],

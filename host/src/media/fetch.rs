@@ -38,6 +38,9 @@ pub enum FetchError {
     Network(String),
     #[error("could not store the download: {0}")]
     Io(String),
+    /// A range request answered with other bytes than asked for (the host ignores ranges).
+    #[error("the media host does not serve byte ranges")]
+    RangeIgnored,
 }
 
 impl FetchError {
@@ -243,7 +246,7 @@ impl Fetcher {
         .await
         .map_err(|_| FetchError::Timeout)?
         {
-            Err(FetchError::Status(200)) if start > 0 => Ok(None),
+            Err(FetchError::RangeIgnored) => Ok(None),
             other => other.map(Some),
         }
     }
@@ -316,7 +319,7 @@ impl Fetcher {
         let start = from.unwrap_or(0);
         if start > 0 && (!ranged || range.is_none_or(|(first, _)| first != start)) {
             // Not the bytes asked for: the caller must not read them as the file's tail.
-            return Err(FetchError::Status(200));
+            return Err(FetchError::RangeIgnored);
         }
         let total_bytes = if ranged {
             range.and_then(|(_, total)| total)
