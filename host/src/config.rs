@@ -61,6 +61,22 @@ pub struct FetchConfig {
     #[arg(long, env = "BRAINSCAN_FETCH_MAX_REDIRECTS", default_value_t = 5)]
     pub fetch_max_redirects: usize,
 
+    /// Slowest transfer accepted for media, in KiB/s averaged from the first byte on: once
+    /// `fetch_min_rate_grace_secs` have passed, a download whose average falls below it is
+    /// aborted (`download_failed`), so a drip-feeding host cannot hold a worker for the whole
+    /// timeout. 0 turns the check off.
+    #[arg(long, env = "BRAINSCAN_FETCH_MIN_RATE_KIB", default_value_t = 64)]
+    pub fetch_min_rate_kib: u64,
+
+    /// Seconds a download may run before the minimum rate applies (connection set-up, slow
+    /// start).
+    #[arg(
+        long,
+        env = "BRAINSCAN_FETCH_MIN_RATE_GRACE_SECS",
+        default_value_t = 10
+    )]
+    pub fetch_min_rate_grace_secs: u64,
+
     /// Bytes read from the start of a clip at submit time to probe its duration.
     #[arg(long, env = "BRAINSCAN_PROBE_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub probe_bytes: u64,
@@ -98,6 +114,31 @@ impl FetchConfig {
     }
     pub fn probe_timeout(&self) -> Duration {
         Duration::from_secs(self.probe_timeout_secs)
+    }
+    /// The minimum transfer rate, `None` when turned off.
+    pub fn min_rate(&self) -> Option<MinRate> {
+        (self.fetch_min_rate_kib > 0).then(|| MinRate {
+            bytes_per_sec: self.fetch_min_rate_kib * 1024,
+            grace: Duration::from_secs(self.fetch_min_rate_grace_secs),
+        })
+    }
+}
+
+/// A download slower than `bytes_per_sec` on average, once `grace` has passed, is aborted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MinRate {
+    pub bytes_per_sec: u64,
+    pub grace: Duration,
+}
+
+impl MinRate {
+    /// How long a download that has `bytes` may run in all before its average falls below
+    /// the rate (never less than the grace).
+    #[must_use]
+    pub fn allowed(&self, bytes: u64) -> Duration {
+        self.grace.max(Duration::from_secs_f64(
+            bytes as f64 / self.bytes_per_sec as f64,
+        ))
     }
 }
 

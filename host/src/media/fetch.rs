@@ -17,7 +17,7 @@ use tokio::io::AsyncWriteExt;
 use url::Url;
 
 use super::guard::{AddressPolicy, GuardedResolver};
-use crate::config::FetchConfig;
+use crate::config::{FetchConfig, MinRate};
 
 /// Why a fetch failed. `code()` is the stable error code shown to clients.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,6 +34,9 @@ pub enum FetchError {
     TooManyRedirects(usize),
     #[error("the media host did not answer in time")]
     Timeout,
+    /// The body arrived slower than the configured minimum rate (a drip-feeding host).
+    #[error("the media host sent {0} bytes/s on average, below the minimum transfer rate")]
+    TooSlow(u64),
     #[error("could not reach the media host: {0}")]
     Network(String),
     #[error("could not store the download: {0}")]
@@ -95,6 +98,12 @@ pub struct Fetcher {
     by_port: Arc<Vec<(u16, reqwest::Client)>>,
     policy: Arc<AddressPolicy>,
     max_redirects: usize,
+    /// Bodies slower than this are aborted (`None`: only the whole-call timeout applies).
+    min_rate: Option<MinRate>,
+}
+
+fn too_slow(bytes: u64, elapsed: Duration) -> FetchError {
+    FetchError::TooSlow((bytes as f64 / elapsed.as_secs_f64().max(1e-3)) as u64)
 }
 
 fn classify(e: &reqwest::Error) -> FetchError {
@@ -187,6 +196,7 @@ impl Fetcher {
             by_port: Arc::new(by_port),
             policy,
             max_redirects: config.fetch_max_redirects,
+            min_rate: config.min_rate(),
         })
     }
 
@@ -335,7 +345,21 @@ impl Fetcher {
         let mut stream = response.bytes_stream();
         let mut bytes: u64 = 0;
         let mut complete = true;
-        while let Some(chunk) = stream.next().await {
+        let started = tokio::time::Instant::now();
+        loop {
+            // The next chunk must come before the average rate falls below the minimum.
+            let next = match self.min_rate {
+                Some(rate) => {
+                    match tokio::time::timeout_at(started + rate.allowed(bytes), stream.next())
+                        .await
+                    {
+                        Ok(next) => next,
+                        Err(_) => return Err(too_slow(bytes, started.elapsed())),
+                    }
+                }
+                None => stream.next().await,
+            };
+            let Some(chunk) = next else { break };
             let chunk = chunk.map_err(|e| classify(&e))?;
             let room = max_bytes - bytes;
             if chunk.len() as u64 > room {
@@ -353,6 +377,11 @@ impl Fetcher {
                 .await
                 .map_err(|e| FetchError::Io(e.to_string()))?;
             bytes += chunk.len() as u64;
+            if let Some(rate) = self.min_rate
+                && started.elapsed() > rate.allowed(bytes)
+            {
+                return Err(too_slow(bytes, started.elapsed()));
+            }
         }
         out.flush()
             .await
@@ -433,5 +462,72 @@ mod tests {
             without_query(&Url::parse("https://a.example/x").expect("url")),
             "https://a.example/x"
         );
+    }
+
+    /// A loopback host that announces `len` bytes of video and sends `chunk` bytes every
+    /// `every`; returns its URL.
+    async fn drip_host(len: usize, chunk: usize, every: Duration) -> Url {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = sock.read(&mut buf).await;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: video/mp4\r\ncontent-length: {len}\r\n\r\n"
+                    );
+                    if sock.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let mut sent = 0;
+                    while sent < len {
+                        let n = chunk.min(len - sent);
+                        if sock.write_all(&vec![0u8; n]).await.is_err() {
+                            return;
+                        }
+                        sent += n;
+                        tokio::time::sleep(every).await;
+                    }
+                });
+            }
+        });
+        Url::parse(&format!("http://{addr}/drip.mp4")).expect("url")
+    }
+
+    #[tokio::test]
+    async fn a_drip_feeding_host_is_cut_off_at_the_minimum_rate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut config = crate::config::ServeConfig::with_data_dir(dir.path().into()).fetch;
+        config.allow_loopback_fetch = true;
+        config.fetch_min_rate_kib = 64;
+        config.fetch_min_rate_grace_secs = 1;
+        let fetcher = Fetcher::new(&config).expect("fetcher");
+        // 8 KiB every 250 ms is 32 KiB/s: half the minimum. Without the check the download
+        // would run for the whole 60 s timeout (it announces 4 MiB).
+        let url = drip_host(4 << 20, 8 << 10, Duration::from_millis(250)).await;
+        let started = std::time::Instant::now();
+        let e = fetcher
+            .download(&url, dir.path(), 8 << 20, false, Duration::from_secs(60))
+            .await
+            .expect_err("too slow");
+        let took = started.elapsed();
+        assert!(
+            matches!(e, FetchError::TooSlow(r) if r < 64 * 1024),
+            "{e:?}"
+        );
+        assert_eq!(e.code(), "download_failed");
+        assert!(!e.transient(), "a drip feed is not retried");
+        assert!(took < Duration::from_secs(5), "cut off after {took:?}");
+        // A host at twice the minimum finishes.
+        let url = drip_host(256 << 10, 32 << 10, Duration::from_millis(250)).await;
+        let ok = fetcher
+            .download(&url, dir.path(), 8 << 20, false, Duration::from_secs(60))
+            .await
+            .expect("128 KiB/s is fast enough");
+        assert_eq!(ok.bytes, 256 << 10);
     }
 }
