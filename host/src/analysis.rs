@@ -37,9 +37,10 @@ fn plugin_stage_error(e: &PluginError) -> StageError {
     StageError::permanent("plugin_failed", e.to_string())
 }
 
-/// Records a failed call for the crash-loop breaker and turns it into the scan's error.
-async fn failed(plugins: &Registry, e: PluginError) -> StageError {
-    if let Some(change) = plugins.record_failure(&e).await {
+/// Records a failed call (on `org`'s input) for the crash-loop breaker and turns it into the
+/// scan's error.
+async fn failed(plugins: &Registry, e: PluginError, org: &str) -> StageError {
+    if let Some(change) = plugins.record_failure(&e, org).await {
         tracing::warn!(slot = %change.slot, to = change.to.as_deref().unwrap_or("-"), "crash-loop breaker rolled the slot back");
     }
     plugin_stage_error(&e)
@@ -80,6 +81,7 @@ pub async fn run_plugins(
     active: &ActiveSet,
     clip: &ClipData,
     lenses: &[String],
+    org: &str,
 ) -> Result<PluginOutputs, StageError> {
     let runtime = plugins.runtime();
     let mut out = PluginOutputs::default();
@@ -103,7 +105,7 @@ pub async fn run_plugins(
         }
         let (series, _) = match runtime.score(plugin, clip, &wanted).await {
             Ok(v) => v,
-            Err(e) => return Err(failed(plugins, e).await),
+            Err(e) => return Err(failed(plugins, e, org).await),
         };
         if wanted.iter().any(|l| lenses.contains(l)) {
             out.ran.push(provenance_entry(plugin));
@@ -132,7 +134,7 @@ pub async fn run_plugins(
                 d.moments.retain(|m| lenses.contains(&m.lens));
                 out.detection = Some(d);
             }
-            Err(e) => return Err(failed(plugins, e).await),
+            Err(e) => return Err(failed(plugins, e, org).await),
         }
     }
     out.series.retain(|s| lenses.contains(&s.lens));
@@ -145,7 +147,7 @@ pub async fn run_plugins(
                 out.ran.push(provenance_entry(plugin));
                 out.manipulation = Some(m);
             }
-            Err(e) => return Err(failed(plugins, e).await),
+            Err(e) => return Err(failed(plugins, e, org).await),
         }
     }
     Ok(out)
@@ -334,6 +336,7 @@ pub async fn score_clip(
     requested: &[String],
     mut provenance: serde_json::Value,
     benchmarks: Option<&BenchmarkTable>,
+    org: &str,
 ) -> Result<ScanResult, StageError> {
     let active = fresh_snapshot(plugins).await;
     let lenses: Vec<String> = requested
@@ -347,7 +350,7 @@ pub async fn score_clip(
             "no active lens plugin provides the requested lenses",
         ));
     }
-    let mut outputs = run_plugins(plugins, &active, clip, &lenses).await?;
+    let mut outputs = run_plugins(plugins, &active, clip, &lenses, org).await?;
     provenance["plugins"] = serde_json::Value::Array(std::mem::take(&mut outputs.ran));
     Ok(assemble(clip, outputs, provenance, benchmarks))
 }
@@ -360,6 +363,7 @@ pub async fn score_clip(
 pub async fn rerun_manipulation(
     plugins: &Registry,
     stored: &ScanResult,
+    org: &str,
 ) -> Result<(result::Manipulation, serde_json::Value), StageError> {
     let active = fresh_snapshot(plugins).await;
     let Some(plugin) = &active.manipulation else {
@@ -370,7 +374,7 @@ pub async fn rerun_manipulation(
     };
     match plugins.runtime().analyze(plugin, &stored.clip()).await {
         Ok((m, _)) => Ok((result::Manipulation::from(m), provenance_entry(plugin))),
-        Err(e) => Err(failed(plugins, e).await),
+        Err(e) => Err(failed(plugins, e, org).await),
     }
 }
 
@@ -416,12 +420,21 @@ impl Analyzer for Analysis {
             });
             let mut clip = clip_of(&q);
             clip.transcript = transcript;
+            let dropped = clip.fit_transcript();
+            if dropped > 0 {
+                tracing::info!(
+                    scan.id = input.scan_id,
+                    dropped,
+                    "transcript cut to the plugins' budget"
+                );
+            }
             let mut result = score_clip(
                 &self.plugins,
                 &clip,
                 &input.request.lenses,
                 provenance,
                 self.benchmarks.as_deref(),
+                input.org_id,
             )
             .await?;
             result.low_signal = q.low_signal;

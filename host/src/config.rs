@@ -312,6 +312,11 @@ pub struct PluginConfig {
     )]
     pub plugin_breaker_window_secs: u64,
 
+    /// … and only when those failures came from at least this many organisations' scans, so
+    /// one tenant's input cannot roll back an operator's plugin for everyone.
+    #[arg(long, env = "BRAINSCAN_PLUGIN_BREAKER_ORGS", default_value_t = 2)]
+    pub plugin_breaker_orgs: u32,
+
     /// Largest plugin file accepted by `plugin install` and the admin API, bytes.
     #[arg(long, env = "BRAINSCAN_PLUGIN_MAX_BYTES", default_value_t = 16 * 1024 * 1024)]
     pub plugin_max_bytes: u64,

@@ -72,6 +72,8 @@ impl From<ProbeError> for StageError {
 #[derive(Debug)]
 pub struct AnalysisInput<'a> {
     pub scan_id: &'a str,
+    /// The organisation the scan belongs to (the plugin breaker counts failures by it).
+    pub org_id: &'a str,
     pub request: &'a ScanRequest,
     /// The downloaded media file.
     pub media: &'a Path,
@@ -163,6 +165,7 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
         .analyzer
         .analyze(AnalysisInput {
             scan_id,
+            org_id: &row.org_id,
             request: &request,
             media: media.file.path(),
             probe: &info,

@@ -115,8 +115,9 @@ fn both_streams() -> StoredModalities {
 
 impl ScanResult {
     /// The clip the analysis plugins saw, rebuilt from the stored networks.
+    /// What plugins read of this result, the transcript cut to their budget.
     pub fn clip(&self) -> crate::plugins::bindings::ClipData {
-        crate::plugins::bindings::ClipData {
+        let mut clip = crate::plugins::bindings::ClipData {
             duration_sec: self.duration_sec,
             #[allow(clippy::cast_possible_truncation)]
             networks: self
@@ -127,7 +128,9 @@ impl ScanResult {
             video: self.modalities.video,
             audio: self.modalities.audio,
             transcript: self.transcript.clone(),
-        }
+        };
+        clip.fit_transcript();
+        clip
     }
 }
 

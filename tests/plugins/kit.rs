@@ -83,6 +83,7 @@ impl Analyzer for PluginStage {
                 &input.request.lenses,
                 serde_json::json!({"model": "synthetic-networks"}),
                 None,
+                input.org_id,
             )
             .await
         })

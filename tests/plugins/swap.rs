@@ -65,6 +65,7 @@ async fn swapping_versions_under_load_fails_nothing_and_provenance_tells_the_tru
                     &lenses,
                     json!({"model": "synthetic"}),
                     None,
+                    "org_swap",
                 )
                 .await
                 .expect("no scan may fail during a swap");
@@ -185,13 +186,22 @@ async fn a_crash_looping_version_is_rolled_back_by_the_breaker() {
     let calm = vec!["calm".to_owned()];
     let boom = clip_saying(20, "and then: boom");
     // 0.2.0 handles ordinary clips …
-    let ok = score_clip(&k.registry, &fixture_clip(20), &calm, json!({}), None)
-        .await
-        .expect("ordinary clip");
+    let ok = score_clip(
+        &k.registry,
+        &fixture_clip(20),
+        &calm,
+        json!({}),
+        None,
+        "org_a",
+    )
+    .await
+    .expect("ordinary clip");
     assert_eq!(ok.provenance["plugins"][0]["version"], "0.2.0");
-    // … and traps on this one. Three strikes within the window trip the breaker.
-    for strike in 1..=3 {
-        let err = score_clip(&k.registry, &boom, &calm, json!({}), None)
+    // … and traps on this one. Three strikes from one organisation's scans do not trip the
+    // breaker (one tenant cannot roll back an operator's plugin for everyone) …
+    for strike in 1..=4 {
+        let org = if strike < 4 { "org_a" } else { "org_b" };
+        let err = score_clip(&k.registry, &boom, &calm, json!({}), None, org)
             .await
             .expect_err("0.2.0 traps");
         assert_eq!(err.code, "plugin_failed");
@@ -201,7 +211,15 @@ async fn a_crash_looping_version_is_rolled_back_by_the_breaker() {
             "strike {strike}: {}",
             err.message
         );
+        if strike == 3 {
+            let events = k.registry.events(10).await.expect("events");
+            assert!(
+                events.iter().all(|e| e.action != "breaker"),
+                "one organisation tripped the breaker: {events:?}"
+            );
+        }
     }
+    // … a fourth from a second organisation does.
     let events = k.registry.events(10).await.expect("events");
     let trip = &events[0];
     assert_eq!(trip.action, "breaker");
@@ -209,12 +227,13 @@ async fn a_crash_looping_version_is_rolled_back_by_the_breaker() {
     assert_eq!(trip.from.as_deref(), Some("lens-custom@0.2.0"));
     assert_eq!(trip.to.as_deref(), Some("lens-custom@0.1.0"));
     assert!(
-        trip.reason.contains("3 failures within 60 s"),
+        trip.reason
+            .contains("4 failures within 60 s from 2 organisations"),
         "{}",
         trip.reason
     );
     // The next scan of the same clip runs on the last good version.
-    let r = score_clip(&k.registry, &boom, &calm, json!({}), None)
+    let r = score_clip(&k.registry, &boom, &calm, json!({}), None, "org_a")
         .await
         .expect("rolled back");
     assert_eq!(r.provenance["plugins"][0]["version"], "0.1.0");
@@ -235,7 +254,7 @@ async fn a_custom_lens_is_offered_once_active_and_conflicts_are_refused() {
     // as the spec defines it, not the media's fractional length.
     let mut clip = fixture_clip(12);
     clip.duration_sec = 11.03;
-    let r = score_clip(&k.registry, &clip, &wanted, json!({}), None)
+    let r = score_clip(&k.registry, &clip, &wanted, json!({}), None, "org_a")
         .await
         .expect("scan");
     assert_eq!(r.lenses, vec!["attention".to_owned()]);
@@ -263,9 +282,16 @@ async fn a_custom_lens_is_offered_once_active_and_conflicts_are_refused() {
             "calm"
         ]
     );
-    let r = score_clip(&k.registry, &fixture_clip(12), &wanted, json!({}), None)
-        .await
-        .expect("scan");
+    let r = score_clip(
+        &k.registry,
+        &fixture_clip(12),
+        &wanted,
+        json!({}),
+        None,
+        "org_a",
+    )
+    .await
+    .expect("scan");
     assert_eq!(r.lenses, wanted);
     let calm: Vec<f64> = r.timeline.iter().map(|s| s.scores["calm"]).collect();
     assert_eq!(calm.len(), 12);
@@ -314,10 +340,17 @@ async fn buy_moments_do_not_need_the_purchase_intent_lens() {
     let clip = fixture_clip(60);
     let only_attention = vec!["attention".to_owned()];
     let with_pi = vec!["attention".to_owned(), "purchase_intent".to_owned()];
-    let a = score_clip(&k.registry, &clip, &only_attention, json!({}), None)
-        .await
-        .expect("scan");
-    let b = score_clip(&k.registry, &clip, &with_pi, json!({}), None)
+    let a = score_clip(
+        &k.registry,
+        &clip,
+        &only_attention,
+        json!({}),
+        None,
+        "org_a",
+    )
+    .await
+    .expect("scan");
+    let b = score_clip(&k.registry, &clip, &with_pi, json!({}), None, "org_a")
         .await
         .expect("scan");
     assert_eq!(a.lenses, only_attention);

@@ -98,9 +98,12 @@ pub async fn analyze(
     }
     let (manipulation, plugin) = match &app.plugins {
         Some(registry) => {
-            let (m, plugin) = crate::analysis::rerun_manipulation(registry, &result)
-                .await
-                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.code, e.message))?;
+            let (m, plugin) =
+                crate::analysis::rerun_manipulation(registry, &result, &caller.org_id)
+                    .await
+                    .map_err(|e| {
+                        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.code, e.message)
+                    })?;
             (m, Some(plugin))
         }
         None => (

@@ -40,6 +40,12 @@ pub use lens::brainscan::analysis::types as wit;
 
 /// Longest reason, summary or quote string accepted from a plugin, in bytes.
 pub const MAX_TEXT: usize = 2_000;
+/// Transcript text a plugin receives, bytes per second of clip (dense two-line subtitles run
+/// at about 40 characters a second), and at least [`MIN_TRANSCRIPT_BYTES`] for short clips. A
+/// longer transcript is cut to it before any plugin call ([`ClipData::fit_transcript`]), so
+/// one client's 1 MiB of subtitles on a 1 s clip cannot make a plugin fail for everyone.
+pub const TRANSCRIPT_BYTES_PER_SECOND: usize = 256;
+pub const MIN_TRANSCRIPT_BYTES: usize = 4_096;
 /// Most moments a moments plugin may return per clip.
 pub const MAX_MOMENTS: usize = 500;
 
@@ -164,6 +170,29 @@ impl ClipData {
         self.networks.len()
     }
 
+    /// Transcript bytes a plugin may receive for this clip.
+    pub fn transcript_budget(&self) -> usize {
+        (self.networks.len() * TRANSCRIPT_BYTES_PER_SECOND).max(MIN_TRANSCRIPT_BYTES)
+    }
+
+    /// Keeps the transcript within [`Self::transcript_budget`]: lines in order until the next
+    /// would pass it. Returns how many lines were left out.
+    pub fn fit_transcript(&mut self) -> usize {
+        let budget = self.transcript_budget();
+        let mut used = 0;
+        let keep = self
+            .transcript
+            .iter()
+            .take_while(|l| {
+                used += l.text.len();
+                used <= budget
+            })
+            .count();
+        let dropped = self.transcript.len() - keep;
+        self.transcript.truncate(keep);
+        dropped
+    }
+
     /// The host-side input check: what never enters a plugin.
     ///
     /// # Errors
@@ -199,6 +228,14 @@ impl ClipData {
         }
         if self.transcript.len() > 10_000 {
             return Err("more than 10000 transcript lines".into());
+        }
+        let text: usize = self.transcript.iter().map(|l| l.text.len()).sum();
+        if text > self.transcript_budget() {
+            return Err(format!(
+                "{text} bytes of transcript for {} s (at most {})",
+                self.networks.len(),
+                self.transcript_budget()
+            ));
         }
         for line in &self.transcript {
             if !line.start_sec.is_finite()
@@ -583,5 +620,41 @@ impl From<wit::Manipulation> for result::Manipulation {
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_transcript_on_a_short_clip_is_cut_to_the_budget_before_plugins() {
+        // The abuse case: a 1 s clip with 1 MiB of subtitles.
+        let line = TranscriptLine {
+            start_sec: 0.0,
+            end_sec: 1.0,
+            text: "x".repeat(1_000),
+        };
+        let mut clip = ClipData {
+            duration_sec: 1.0,
+            networks: vec![[0.0; 7]],
+            video: true,
+            audio: true,
+            transcript: vec![line; 1_049],
+        };
+        let err = clip.validate(180).expect_err("over the budget");
+        assert!(err.contains("bytes of transcript for 1 s"), "{err}");
+        assert_eq!(clip.fit_transcript(), 1_045);
+        assert_eq!(clip.transcript.len(), 4);
+        clip.validate(180).expect("within the budget");
+        // A 3-minute clip may carry 256 bytes a second.
+        assert_eq!(
+            ClipData {
+                networks: vec![[0.0; 7]; 180],
+                ..clip
+            }
+            .transcript_budget(),
+            46_080
+        );
     }
 }

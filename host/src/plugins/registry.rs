@@ -131,7 +131,8 @@ pub struct Registry {
     /// Compiled plugins by digest.
     loaded: Mutex<HashMap<String, Arc<LoadedPlugin>>>,
     /// Recent failure times per slot, for the crash-loop breaker.
-    failures: Mutex<HashMap<String, VecDeque<Instant>>>,
+    /// Per slot, the recent plugin faults: when, and on which organisation's input.
+    failures: Mutex<HashMap<String, VecDeque<(Instant, String)>>>,
     /// One refresh or slot change at a time in this process.
     writer: tokio::sync::Mutex<()>,
 }
@@ -576,9 +577,11 @@ impl Registry {
         Ok(())
     }
 
-    /// Counts a failed call against its slot; after `K` plugin faults within `T` seconds the
-    /// slot rolls back to its last good version. Returns the rollback when one happened.
-    pub async fn record_failure(&self, err: &PluginError) -> Option<SlotChange> {
+    /// Counts a failed call on `org`'s input against its slot; after `K` plugin faults within
+    /// `T` seconds, from at least `plugin_breaker_orgs` organisations, the slot rolls back to
+    /// its last good version. Returns the rollback when one happened. Host-side input checks
+    /// (an over-long transcript, a bad duration) are not plugin faults and never count.
+    pub async fn record_failure(&self, err: &PluginError, org: &str) -> Option<SlotChange> {
         metrics::counter!("brainscan_plugin_failures_total", "plugin" => err.name.clone(), "limit" => err.failure.limit()).increment(1);
         if !err.failure.is_plugin_fault() {
             return None;
@@ -592,27 +595,31 @@ impl Registry {
             let mut failures = self.failures.lock().ok()?;
             let q = failures.entry(slot_name.clone()).or_default();
             let now = Instant::now();
-            q.push_back(now);
+            q.push_back((now, org.to_owned()));
             let window = Duration::from_secs(config.plugin_breaker_window_secs);
-            while q.front().is_some_and(|t| now.duration_since(*t) > window) {
+            while q
+                .front()
+                .is_some_and(|(t, _)| now.duration_since(*t) > window)
+            {
                 q.pop_front();
             }
-            let trip = q.len() >= config.plugin_breaker_failures as usize;
+            let orgs: std::collections::HashSet<&str> = q.iter().map(|(_, o)| o.as_str()).collect();
+            let trip = q.len() >= config.plugin_breaker_failures as usize
+                && orgs.len() >= config.plugin_breaker_orgs.max(1) as usize;
+            let seen = (q.len(), orgs.len());
             if trip {
                 q.clear();
             }
-            trip
+            trip.then_some(seen)
         };
-        if !trip {
-            return None;
-        }
+        let (count, orgs) = trip?;
         let slot = self.resolve_slot(&slot_name).await.ok()?;
         if slot.name != err.name || slot.version != err.version {
             return None; // the slot has already moved on
         }
         let reason = format!(
-            "crash-loop breaker: {} failures within {} s (last: {})",
-            config.plugin_breaker_failures, config.plugin_breaker_window_secs, err.failure
+            "crash-loop breaker: {count} failures within {} s from {orgs} organisations (last: {})",
+            config.plugin_breaker_window_secs, err.failure
         );
         match self.rollback_slot(slot, "breaker", &reason).await {
             Ok(change) => Some(change),
