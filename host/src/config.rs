@@ -209,6 +209,12 @@ pub struct HttpConfig {
     #[arg(long, env = "BRAINSCAN_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
+    /// A second address for the operator routes (`/metrics`, `/admin/v1`, and the probes).
+    /// When set, those routes leave the public address (404 there), so they can be kept on a
+    /// private network. Unset: everything on `BRAINSCAN_LISTEN`.
+    #[arg(long, env = "BRAINSCAN_OPS_LISTEN")]
+    pub ops_listen: Option<SocketAddr>,
+
     /// Largest request body accepted, in bytes.
     #[arg(long, env = "BRAINSCAN_MAX_BODY_BYTES", default_value_t = 64 * 1024)]
     pub max_body_bytes: usize,

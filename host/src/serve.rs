@@ -15,9 +15,11 @@ use crate::config::ServeConfig;
 /// A started service.
 pub struct Running {
     pub addr: SocketAddr,
+    /// The operations address, when the operator routes have their own listener.
+    pub ops_addr: Option<SocketAddr>,
     pub cancel: CancellationToken,
     tracker: TaskTracker,
-    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    servers: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl Running {
@@ -25,19 +27,32 @@ impl Running {
     /// grace, then they are released for other workers) and waits for every task.
     pub async fn shutdown(self) {
         self.cancel.cancel();
-        match self.server.await {
-            Ok(Err(e)) => tracing::error!(error = %e, "server error"),
-            Err(e) => tracing::error!(error = %e, "server task failed"),
-            Ok(Ok(())) => {}
+        for server in self.servers {
+            match server.await {
+                Ok(Err(e)) => tracing::error!(error = %e, "server error"),
+                Err(e) => tracing::error!(error = %e, "server task failed"),
+                Ok(Ok(())) => {}
+            }
         }
         self.tracker.close();
         self.tracker.wait().await;
     }
 }
 
-/// Starts workers and the HTTP server on `listener`.
+/// Starts workers and the HTTP server on `listener`, every route on it.
 pub fn start(app: Arc<App>, listener: TcpListener) -> std::io::Result<Running> {
+    start_with(app, listener, None)
+}
+
+/// Starts workers and the HTTP servers: the public routes on `listener` and, with `ops`, the
+/// operator routes (`/metrics`, `/admin/v1`) on that listener instead.
+pub fn start_with(
+    app: Arc<App>,
+    listener: TcpListener,
+    ops: Option<TcpListener>,
+) -> std::io::Result<Running> {
     let addr = listener.local_addr()?;
+    let ops_addr = ops.as_ref().map(TcpListener::local_addr).transpose()?;
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();
     if app.config.role.runs_workers() {
@@ -48,7 +63,13 @@ pub fn start(app: Arc<App>, listener: TcpListener) -> std::io::Result<Running> {
     if let Some(registry) = app.plugins.clone() {
         spawn_plugin_refresh(registry, cancel.clone(), &tracker);
     }
-    let router = crate::api::router(app.clone());
+    use crate::api::router::{Surface, router_for};
+    let public = if ops.is_some() {
+        Surface::Public
+    } else {
+        Surface::All
+    };
+    let router = router_for(app.clone(), public);
     let limits = crate::api::server::ConnectionLimits {
         max_connections: app.config.http.max_connections,
         header_read_timeout: Duration::from_secs(app.config.http.header_read_timeout_secs),
@@ -59,18 +80,27 @@ pub fn start(app: Arc<App>, listener: TcpListener) -> std::io::Result<Running> {
         shutdown.cancelled().await;
         ready_app.ready.store(false, Ordering::SeqCst);
     });
-    let server = tokio::spawn(crate::api::server::serve(
+    let mut servers = vec![tokio::spawn(crate::api::server::serve(
         listener,
         router,
         limits,
         cancel.clone(),
-    ));
+    ))];
+    if let Some(ops) = ops {
+        servers.push(tokio::spawn(crate::api::server::serve(
+            ops,
+            router_for(app.clone(), Surface::Operations),
+            limits,
+            cancel.clone(),
+        )));
+    }
     app.ready.store(true, Ordering::SeqCst);
     Ok(Running {
         addr,
+        ops_addr,
         cancel,
         tracker,
-        server,
+        servers,
     })
 }
 
@@ -148,6 +178,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     // Installed before anything records: the plugin registry reports at start-up.
     crate::metrics::handle();
     let listen = config.http.listen;
+    let ops_listen = config.http.ops_listen;
     let role = config.role;
     let app = App::production(config).await?;
     tracing::info!(?role, database = ?app.db.backend, "starting");
@@ -159,9 +190,19 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let listener = TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
-    let running = start(app, listener)?;
+    let ops =
+        match ops_listen {
+            Some(a) => Some(TcpListener::bind(a).await.map_err(|e| {
+                anyhow::anyhow!("cannot listen on {a} (BRAINSCAN_OPS_LISTEN): {e}")
+            })?),
+            None => None,
+        };
+    let running = start_with(app, listener, ops)?;
     // Printed on stdout (not the log) so scripts and tests can find the port.
     println!("brainscan listening on http://{}", running.addr);
+    if let Some(a) = running.ops_addr {
+        println!("brainscan operations (metrics, admin) on http://{a}");
+    }
     terminate_signal().await;
     tracing::info!("shutting down");
     let cancel = running.cancel.clone();

@@ -174,3 +174,68 @@ fn serve_refuses_a_short_admin_token_and_hides_the_database_url() {
         "{text}"
     );
 }
+
+/// With `BRAINSCAN_OPS_LISTEN`, `/metrics` and `/admin/v1` answer only on the operations
+/// address (404 on the public one), the public API only on the public one, and the probes on
+/// both: the real binary, two loopback ports.
+#[tokio::test]
+async fn operator_routes_move_to_their_own_address() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(crate::support::BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--ops-listen",
+            "127.0.0.1:0",
+        ])
+        .env("BRAINSCAN_DATA_DIR", dir.path())
+        .env(
+            "BRAINSCAN_ADMIN_TOKEN",
+            "0123456789abcdef0123456789abcdef-ops",
+        )
+        .env("BRAINSCAN_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn serve");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut address = |prefix: &str| {
+        let line = lines.next().expect("a line").expect("read");
+        assert!(line.starts_with(prefix), "{line}");
+        line.rsplit(' ').next().expect("address").to_owned()
+    };
+    let public = address("brainscan listening on ");
+    let ops = address("brainscan operations (metrics, admin) on ");
+    assert_ne!(public, ops);
+    let http = reqwest::Client::new();
+    let status = |base: &str, path: &str| {
+        let (http, url) = (http.clone(), format!("{base}{path}"));
+        async move {
+            http.get(url)
+                .header(
+                    "authorization",
+                    "Bearer 0123456789abcdef0123456789abcdef-ops",
+                )
+                .send()
+                .await
+                .expect("request")
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(status(&public, "/metrics").await, 404);
+    assert_eq!(status(&public, "/admin/v1/plugins").await, 404);
+    assert_eq!(status(&ops, "/metrics").await, 200);
+    assert_eq!(status(&ops, "/admin/v1/plugins").await, 200);
+    // The public API is not on the operations address (401 there would mean it is served).
+    assert_eq!(status(&ops, "/api/v1/lenses").await, 404);
+    assert_eq!(status(&public, "/api/v1/lenses").await, 401);
+    for base in [&public, &ops] {
+        assert_eq!(status(base, "/healthz").await, 200);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

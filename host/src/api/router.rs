@@ -85,10 +85,28 @@ async fn record_metrics(State(_app): State<Arc<App>>, request: Request, next: Ne
     response
 }
 
+/// Which routes one listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// Everything on one address: the public API, `/admin/v1` and `/metrics` (the default).
+    All,
+    /// The public API only (with `/healthz` and `/readyz`), when `BRAINSCAN_OPS_LISTEN` moves
+    /// the operator routes to their own address.
+    Public,
+    /// `/admin/v1`, `/metrics`, `/healthz` and `/readyz`, on the operations address.
+    Operations,
+}
+
 /// The whole HTTP surface, used by `serve` and by the tests. A worker-role process serves only
 /// the operations routes (health, readiness, metrics); the public and admin APIs answer 404
 /// there, so a load balancer can never send clients to a worker by mistake.
 pub fn router(app: Arc<App>) -> Router {
+    router_for(app, Surface::All)
+}
+
+/// The routes of one [`Surface`]. With a separate operations address, `/metrics` and
+/// `/admin/v1` are not on the public one at all (404), so they can be firewalled apart.
+pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
     let api = Router::new()
         // Scans
         .route("/scans", post(scans::create_scan).get(scans::list_scans))
@@ -119,16 +137,21 @@ pub fn router(app: Arc<App>) -> Router {
 
     let timeout = Duration::from_secs(app.config.http.request_timeout_secs);
     let max_body = app.config.http.max_body_bytes;
-    let surface = if app.config.role.serves_api() {
-        Router::new().nest("/api/v1", api).nest("/admin/v1", admin)
-    } else {
-        Router::new()
-    };
-    surface
-        // Operations
+    let serves_api = app.config.role.serves_api();
+    let mut routes = Router::new();
+    if serves_api && surface != Surface::Operations {
+        routes = routes.nest("/api/v1", api);
+    }
+    if serves_api && surface != Surface::Public {
+        routes = routes.nest("/admin/v1", admin);
+    }
+    if surface != Surface::Public {
+        routes = routes.route("/metrics", get(health::metrics));
+    }
+    routes
+        // Probes answer on every address.
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
-        .route("/metrics", get(health::metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(app.clone(), record_metrics))
