@@ -2,22 +2,14 @@
 //!
 //! Recall is semantic (sentence embeddings, see [`recall`]).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 pub mod recall;
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::result::ScanResult;
-
-/// One remembered scan.
-#[derive(Debug, Clone)]
-pub struct Remembered {
-    pub scan_id: String,
-    pub created_at: i64,
-    pub result: ScanResult,
-}
+use crate::store::memory::MemoryRollup;
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct DropSecond {
@@ -63,85 +55,36 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-/// Averages per lens (the mean over scans of each scan's mean score), per-second curves (the
-/// mean at each second over the scans that reach it) and drop moments counted by
-/// `(second, lens)`.
-pub fn rollup(scans: &[Remembered]) -> Rollup {
-    let mut per_scan_means: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    let mut curve_sums: BTreeMap<String, Vec<(f64, u32)>> = BTreeMap::new();
-    let mut drops: HashMap<(u32, String), u32> = HashMap::new();
-    for scan in scans {
-        for lens in &scan.result.lenses {
-            let series: Vec<f64> = scan
-                .result
-                .timeline
-                .iter()
-                .filter_map(|s| s.scores.get(lens).copied())
-                .collect();
-            if series.is_empty() {
-                continue;
-            }
-            per_scan_means
-                .entry(lens.clone())
-                .or_default()
-                .push(series.iter().sum::<f64>() / series.len() as f64);
-            let curve = curve_sums.entry(lens.clone()).or_default();
-            if curve.len() < series.len() {
-                curve.resize(series.len(), (0.0, 0));
-            }
-            for (i, v) in series.iter().enumerate() {
-                curve[i].0 += v;
-                curve[i].1 += 1;
-            }
-        }
-        let mut seen = HashSet::new();
-        for m in scan
-            .result
-            .moments
-            .iter()
-            .filter(|m| m.kind.ends_with("_drop"))
-        {
-            // A scan counts once per (second, lens).
-            if seen.insert((m.second, m.lens.clone())) {
-                *drops.entry((m.second, m.lens.clone())).or_default() += 1;
-            }
-        }
+/// The rollup of an organisation's memory as the database aggregated it
+/// ([`crate::store::memory::MemoryRollup`]): averages per lens (the mean over scans of each
+/// scan's mean score), per-second curves (the mean at each second over the scans that reach
+/// it) and drop moments counted once per scan by `(second, lens)`, rounded for the response.
+#[must_use]
+pub fn rollup(memory: MemoryRollup) -> Rollup {
+    let lens_averages = memory
+        .lens_means
+        .into_iter()
+        .map(|(lens, mean)| (lens, round2(mean)))
+        .collect();
+    let mut avg_lens_curves: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (lens, _second, mean) in memory.curves {
+        // Rows come ordered by lens and second, and a timeline has every second from 0.
+        avg_lens_curves.entry(lens).or_default().push(round2(mean));
     }
-    let lens_averages = per_scan_means
+    let recurring_drop_seconds = memory
+        .drops
         .into_iter()
-        .map(|(lens, means)| (lens, round2(means.iter().sum::<f64>() / means.len() as f64)))
-        .collect();
-    let avg_lens_curves = curve_sums
-        .into_iter()
-        .map(|(lens, sums)| {
-            (
-                lens,
-                sums.into_iter()
-                    .map(|(s, n)| round2(s / f64::from(n)))
-                    .collect(),
-            )
-        })
-        .collect();
-    let mut recurring: Vec<DropSecond> = drops
-        .into_iter()
-        .map(|((second, lens), count)| DropSecond {
-            second,
+        .map(|(second, lens, count)| DropSecond {
+            second: u32::try_from(second).unwrap_or(u32::MAX),
             lens,
-            count,
+            count: u32::try_from(count).unwrap_or(u32::MAX),
         })
         .collect();
-    recurring.sort_by(|a, b| {
-        b.count
-            .cmp(&a.count)
-            .then(a.second.cmp(&b.second))
-            .then(a.lens.cmp(&b.lens))
-    });
-    recurring.truncate(MAX_DROP_SECONDS);
     Rollup {
-        scan_count: scans.len(),
+        scan_count: usize::try_from(memory.scan_count).unwrap_or(0),
         lens_averages,
         avg_lens_curves,
-        recurring_drop_seconds: recurring,
+        recurring_drop_seconds,
         query: None,
         recall: None,
     }

@@ -10,7 +10,7 @@ use super::ApiError;
 use super::error::ErrorBody;
 use super::extract::{ApiQuery, Authed};
 use crate::app::App;
-use crate::intelligence::{self, Remembered, Rollup};
+use crate::intelligence::{self, Rollup};
 
 #[derive(Debug, Deserialize)]
 pub struct IntelligenceParams {
@@ -42,19 +42,11 @@ pub async fn get_intelligence(
             format!("q is longer than {MAX_QUERY_CHARS} characters"),
         ));
     }
-    let stored = app.db.memory_scans(&caller.org_id).await?;
-    let scans = stored
-        .into_iter()
-        .map(|m| {
-            Ok(Remembered {
-                scan_id: m.scan_id,
-                created_at: m.created_at,
-                result: serde_json::from_str(&m.result_json)?,
-            })
-        })
-        .collect::<Result<Vec<_>, serde_json::Error>>()
-        .map_err(ApiError::internal)?;
-    let mut rollup = intelligence::rollup(&scans);
+    let memory = app
+        .db
+        .memory_rollup(&caller.org_id, intelligence::MAX_DROP_SECONDS as i64)
+        .await?;
+    let mut rollup = intelligence::rollup(memory);
     if let Some(q) = params.q.filter(|q| !q.trim().is_empty()) {
         let hits = app
             .recall

@@ -45,7 +45,7 @@ type Migration = (i64, &'static str, &'static str);
 
 /// Migrations per dialect, embedded so the binary is self-contained. Released migrations are
 /// never edited: a change is a new numbered file in both folders.
-const SQLITE_MIGRATIONS: &[Migration] = &[
+pub(super) const SQLITE_MIGRATIONS: &[Migration] = &[
     (
         1,
         "init",
@@ -75,6 +75,11 @@ const SQLITE_MIGRATIONS: &[Migration] = &[
         6,
         "list_summary",
         include_str!("../../../migrations/sqlite/0006_list_summary.sql"),
+    ),
+    (
+        7,
+        "memory_rollup",
+        include_str!("../../../migrations/sqlite/0007_memory_rollup.sql"),
     ),
 ];
 
@@ -108,6 +113,11 @@ const POSTGRES_MIGRATIONS: &[Migration] = &[
         6,
         "list_summary",
         include_str!("../../../migrations/postgres/0006_list_summary.sql"),
+    ),
+    (
+        7,
+        "memory_rollup",
+        include_str!("../../../migrations/postgres/0007_memory_rollup.sql"),
     ),
 ];
 
@@ -201,7 +211,10 @@ impl Db {
     }
 }
 
-async fn apply(conn: &mut sqlx::AnyConnection, migrations: &[Migration]) -> StoreResult<()> {
+pub(super) async fn apply(
+    conn: &mut sqlx::AnyConnection,
+    migrations: &[Migration],
+) -> StoreResult<()> {
     use sqlx::Connection;
     sqlx::query(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",

@@ -130,10 +130,11 @@ impl Db {
             sqlx::query("INSERT INTO memory_scans (scan_id, org_id, result_json, created_at) VALUES ($1, $2, $3, $4)")
                 .bind(scan_id)
                 .bind(org_id)
-                .bind(result_json)
+                .bind(&result_json)
                 .bind(created_at)
                 .execute(&mut *tx)
                 .await?;
+            super::memory::remember_rollup(&mut tx, scan_id, org_id, &result_json).await?;
             super::recall::remember_texts(&mut tx, scan_id, org_id, created_at).await?;
         }
         tx.commit().await?;
