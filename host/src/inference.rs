@@ -10,6 +10,7 @@ pub mod fit;
 pub mod gpu;
 pub mod language;
 pub mod model;
+pub mod motion;
 pub mod picture;
 pub mod prior;
 pub mod reference;

@@ -104,7 +104,7 @@ pub enum ModelCommand {
         corpus: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
-        #[arg(long, default_value = "2.3.0")]
+        #[arg(long, default_value = "2.4.0")]
         version: String,
         /// Model format: 2 (v2 features, the default) or 1 (v1 features).
         #[arg(long, default_value_t = 2)]
@@ -418,6 +418,7 @@ fn stage_ms(out: &QualiaOutput) -> serde_json::Value {
     let ms = |d: Duration| (d.as_secs_f64() * 1e4).round() / 10.0;
     serde_json::json!({
         "visual": ms(t.visual),
+        "motion_energy": ms(t.motion),
         "audio_fft": ms(t.audio_fft),
         "audio_features": ms(t.audio_features),
         "pool": ms(t.pool),
@@ -970,17 +971,46 @@ async fn isolated_kernels(
     let model = q.model.clone();
     tokio::task::spawn_blocking(move || -> anyhow::Result<serde_json::Value> {
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-        let (mut vis, mut fft, mut feat, mut pool, mut resp) =
-            (vec![], vec![], vec![], vec![], vec![]);
+        let (mut vis, mut mot, mut fft, mut feat, mut pool, mut resp) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let frame_len = (spec.width * spec.height * 3) as usize;
+        let rect = crate::inference::features::Rect::full(spec.width, spec.height);
+        // The motion kernel reads `taps - 1` frames before the first: the first, repeated.
+        let bank = model
+            .manifest
+            .sampling
+            .motion_energy
+            .then(|| crate::inference::motion::MotionBank::new(rect, spec.fps));
+        let motion_frames: Vec<u8> = match &bank {
+            Some(b) if frames.len() > 2 * frame_len => {
+                let mut v = Vec::with_capacity(frames.len() + (b.taps - 2) * frame_len);
+                for _ in 0..b.taps - 2 {
+                    v.extend_from_slice(&frames[..frame_len]);
+                }
+                v.extend_from_slice(&frames);
+                v
+            }
+            _ => Vec::new(),
+        };
+        let mut motion_per_second = None;
         let hops = (samples.len() - LEAD) / HOP;
         let mut frame_feats = Vec::new();
         let mut hop_feats = Vec::new();
         for _ in 0..runs {
-            if frames.len() > 2 * (spec.width * spec.height * 3) as usize {
-                let rect = crate::inference::features::Rect::full(spec.width, spec.height);
+            if frames.len() > 2 * frame_len {
                 let (f, t) = gpu.visual(&frames, spec.width, spec.height, rect)?;
                 vis.push(ms(t));
                 frame_feats = f;
+            }
+            if let Some(b) = bank.as_ref().filter(|_| !motion_frames.is_empty()) {
+                let (rows, t) = gpu.motion(&motion_frames, spec.width, spec.height, rect, b)?;
+                mot.push(ms(t));
+                let per_frame: Vec<f32> = rows
+                    .chunks_exact(1 + b.channel_count())
+                    .map(|r| r[0])
+                    .collect();
+                motion_per_second =
+                    Some(crate::inference::motion::per_second(&per_frame, spec.fps, 10));
             }
             if hops > 1 {
                 let (_, f, a, b) = gpu.audio(&samples, hops + 1, true, false)?;
@@ -1007,7 +1037,14 @@ async fn isolated_kernels(
                 let loudness = v2::loudness_per_second(&hop_feats, 10, offset);
                 let streams =
                     v2::streams(&raw, &loudness, presence.video, presence.audio, false, None);
-                v2::derive(&raw, &loudness, &streams, None, None)
+                v2::derive(
+                    &raw,
+                    &loudness,
+                    &streams,
+                    None,
+                    motion_per_second.as_deref(),
+                    None,
+                )
             } else {
                 raw
             };
@@ -1023,7 +1060,7 @@ async fn isolated_kernels(
             }
         };
         Ok(serde_json::json!({
-            "visual": med(vis), "audio_fft": med(fft), "audio_features": med(feat),
+            "visual": med(vis), "motion_energy": med(mot), "audio_fft": med(fft), "audio_features": med(feat),
             "pool": med(pool), "response_readout": med(resp),
         }))
     })

@@ -7,6 +7,7 @@ mod cli;
 mod faces;
 mod grounding;
 mod lenses;
+mod motion_energy;
 mod parity;
 mod robustness;
 mod shaders;

@@ -5,7 +5,7 @@ use rand::{Rng, SeedableRng};
 
 use brainscan::inference::features::{self, FRAME_FEATURES, HOP, HOP_FEATURES, Rect, WINDOW};
 use brainscan::inference::run::{decode_frames, decode_samples};
-use brainscan::inference::{Presence, TimeBase, reference, v2};
+use brainscan::inference::{Presence, TimeBase, motion, reference, v2};
 use brainscan::media::decode::{AudioSamples, DecodeSpec, VideoFrames};
 
 use crate::support::{ffmpeg, gpu, qualia_unheard, qualia_v1, real_media, speech};
@@ -278,6 +278,63 @@ fn response_kernels_match_reference() {
     }
 }
 
+/// `frames` in the visual kernel's layout (the first frame twice, then the rest) re-laid for
+/// the motion kernel: `lead` frames before the first (the first, repeated), then the rest.
+fn with_lead(frames: &[u8], len: usize, lead: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(frames.len() + lead * len);
+    for _ in 0..lead {
+        out.extend_from_slice(&frames[..len]);
+    }
+    out.extend_from_slice(&frames[len..]);
+    out
+}
+
+#[tokio::test]
+async fn motion_energy_matches_reference_on_a_real_clip_and_a_portrait_picture() {
+    // The Gabor bank on the GPU against the f64 CPU reference: every channel and the feature,
+    // on 4 s of the trailer over the whole frame and over a pillarboxed 9:16 rectangle (a
+    // narrower grid and fewer filters).
+    let spec = DecodeSpec::default();
+    let len = (spec.width * spec.height * 3) as usize;
+    let frames = decode_frames(&real_media().join("trailer_bbb.mp4"), spec, 40)
+        .await
+        .expect("frames");
+    let portrait = Rect {
+        x0: 55,
+        y0: 0,
+        x1: 106,
+        y1: 90,
+    };
+    for rect in [Rect::full(spec.width, spec.height), portrait] {
+        let bank = motion::MotionBank::new(rect, spec.fps);
+        let input = with_lead(&frames, len, bank.taps - 1);
+        let (g, _) = gpu()
+            .motion(&input, spec.width, spec.height, rect, &bank)
+            .expect("motion kernel");
+        let c: Vec<f32> = motion::reference(&input, spec.width, spec.height, rect, &bank)
+            .iter()
+            .map(|v| *v as f32)
+            .collect();
+        let row = 1 + bank.channel_count();
+        let split = |v: &[f32]| -> (Vec<f32>, Vec<f32>) {
+            let features = v.chunks_exact(row).map(|r| r[0]).collect();
+            let channels = v.chunks_exact(row).flat_map(|r| r[1..].to_vec()).collect();
+            (features, channels)
+        };
+        let ((gf, gc), (cf, cc)) = (split(&g), split(&c));
+        assert_close(&format!("motion feature over {rect:?}"), &gf, &cf);
+        // Energies are L* x envelope sums (up to about 10^4): compare relative to the largest.
+        let scale = cc.iter().fold(1f32, |m, v| m.max(v.abs()));
+        let scaled = |v: &[f32]| v.iter().map(|x| x / scale).collect::<Vec<f32>>();
+        assert_close(
+            &format!("motion channels over {rect:?}"),
+            &scaled(&gc),
+            &scaled(&cc),
+        );
+        assert!(cf.iter().any(|v| *v > 0.01), "the trailer moves: {cf:?}");
+    }
+}
+
 #[tokio::test]
 async fn the_whole_chain_matches_reference_on_a_real_clip() {
     // Decode a 3 s clip, run every reference stage on the decoded media, compare the networks.
@@ -356,7 +413,27 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
         .chunks_exact(v2::FEATURE_COUNT_V2)
         .map(|r| [r[face], r[face + 1]])
         .collect();
-    let derived = v2::derive(&raw, &loudness, &streams, Some(&faces), None);
+    let bank = motion::MotionBank::new(rect, spec.fps);
+    let row = 1 + bank.channel_count();
+    let per_frame: Vec<f32> = motion::reference(
+        &with_lead(&frames, len, bank.taps - 1),
+        spec.width,
+        spec.height,
+        rect,
+        &bank,
+    )
+    .chunks_exact(row)
+    .map(|r| r[0] as f32)
+    .collect();
+    let motion_seconds = motion::per_second(&per_frame, spec.fps, out.seconds);
+    let derived = v2::derive(
+        &raw,
+        &loudness,
+        &streams,
+        Some(&faces),
+        Some(&motion_seconds),
+        None,
+    );
     assert_close("v2 features", &out.features, &derived);
     let presence = Presence {
         video: true,

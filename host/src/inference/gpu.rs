@@ -13,15 +13,18 @@ use wgpu::util::DeviceExt;
 
 use super::features::{self, BINS, FRAME_FEATURES, HOP_FEATURES};
 use super::model::{Model, NETWORK_COUNT, Presence, TimeBase};
+use super::motion::{self, MotionBank};
 
 const VISUAL_WGSL: &str = include_str!("../../../shaders/visual.wgsl");
 const AUDIO_WGSL: &str = include_str!("../../../shaders/audio.wgsl");
 const POOL_WGSL: &str = include_str!("../../../shaders/pool.wgsl");
 const RESPONSE_WGSL: &str = include_str!("../../../shaders/response.wgsl");
+const MOTION_WGSL: &str = include_str!("../../../shaders/motion.wgsl");
 
 /// Every shader of the core, by file name (the naga validation test walks these).
-pub const SHADERS: [(&str, &str); 4] = [
+pub const SHADERS: [(&str, &str); 5] = [
     ("visual.wgsl", VISUAL_WGSL),
+    ("motion.wgsl", MOTION_WGSL),
     ("audio.wgsl", AUDIO_WGSL),
     ("pool.wgsl", POOL_WGSL),
     ("response.wgsl", RESPONSE_WGSL),
@@ -55,6 +58,8 @@ pub struct Response {
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct StageTimes {
     pub visual: Duration,
+    /// v2.4: the motion-energy bank (`motion.wgsl`).
+    pub motion: Duration,
     pub audio_fft: Duration,
     pub audio_features: Duration,
     pub pool: Duration,
@@ -72,6 +77,7 @@ pub struct StageTimes {
 impl StageTimes {
     pub fn add(&mut self, o: &Self) {
         self.visual += o.visual;
+        self.motion += o.motion;
         self.audio_fft += o.audio_fft;
         self.audio_features += o.audio_features;
         self.pool += o.pool;
@@ -102,6 +108,8 @@ pub struct GpuContext {
     queue: wgpu::Queue,
     errors: Arc<Mutex<Vec<String>>>,
     visual: Kernel,
+    motion_project: Kernel,
+    motion_energy: Kernel,
     spectrum: Kernel,
     hop_features: Kernel,
     pool: Kernel,
@@ -131,6 +139,10 @@ struct Params4([u32; 4]);
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params8([u32; 8]);
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params16([u32; 16]);
 
 impl GpuContext {
     /// Opens the best adapter wgpu finds (a real GPU, else lavapipe, else GL llvmpipe).
@@ -229,6 +241,7 @@ impl GpuContext {
         let audio_m = module("audio", AUDIO_WGSL);
         let pool_m = module("pool", POOL_WGSL);
         let response_m = module("response", RESPONSE_WGSL);
+        let motion_m = module("motion", MOTION_WGSL);
         let kernel = |m: &wgpu::ShaderModule, entry: &str, binds: &[Bind]| {
             let entries: Vec<wgpu::BindGroupLayoutEntry> = binds
                 .iter()
@@ -270,6 +283,16 @@ impl GpuContext {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let ctx_kernels = (
             kernel(&visual_m, "frame_features", &[Uniform, Read, ReadWrite]),
+            kernel(
+                &motion_m,
+                "project",
+                &[Uniform, Read, Read, ReadWrite, ReadWrite],
+            ),
+            kernel(
+                &motion_m,
+                "energy",
+                &[Uniform, Read, Read, ReadWrite, ReadWrite],
+            ),
             kernel(
                 &audio_m,
                 "spectrum",
@@ -327,12 +350,14 @@ impl GpuContext {
         Ok(Self {
             adapter_info,
             visual: ctx_kernels.0,
-            spectrum: ctx_kernels.1,
-            hop_features: ctx_kernels.2,
-            pool: ctx_kernels.3,
-            standardise: ctx_kernels.4,
-            convolve: ctx_kernels.5,
-            readout: ctx_kernels.6,
+            motion_project: ctx_kernels.1,
+            motion_energy: ctx_kernels.2,
+            spectrum: ctx_kernels.3,
+            hop_features: ctx_kernels.4,
+            pool: ctx_kernels.5,
+            standardise: ctx_kernels.6,
+            convolve: ctx_kernels.7,
+            readout: ctx_kernels.8,
             device,
             queue,
             errors,
@@ -513,6 +538,74 @@ impl GpuContext {
         let mut r = self.run(
             &[(&self.visual, &bg, n as u32)],
             &[(&out, n * FRAME_FEATURES)],
+        )?;
+        Ok((r.remove(0), start.elapsed()))
+    }
+
+    /// Motion energy (`motion.wgsl`). `frames` holds `taps - 1 + n` RGB24 frames of
+    /// `width x height` (the `taps - 1` before the batch first); returns `n` rows of
+    /// `1 + bank.channel_count()` floats, the feature first (see [`super::motion`]).
+    ///
+    /// # Errors
+    /// Bad sizes or a kernel failure.
+    pub fn motion(
+        &self,
+        frames: &[u8],
+        width: u32,
+        height: u32,
+        rect: features::Rect,
+        bank: &MotionBank,
+    ) -> Result<(Vec<f32>, Duration), GpuError> {
+        let len = (width * height * 3) as usize;
+        let lead = bank.taps - 1;
+        if len == 0
+            || !frames.len().is_multiple_of(len)
+            || frames.len() <= lead * len
+            || !len.is_multiple_of(4)
+            || !rect.is_valid_in(width, height)
+            || bank.pairs.len() > motion::MAX_PAIRS
+            || bank.cells() > (motion::MAX_GRID_COLS * motion::GRID_ROWS) as usize
+        {
+            return Err(GpuError::TooLarge(format!(
+                "frame buffer of {} bytes is not {lead}+n frames of {width}x{height} with picture {rect:?}",
+                frames.len()
+            )));
+        }
+        let slots = frames.len() / len;
+        let n = slots - lead;
+        let start = Instant::now();
+        let params = self.uniform(&Params16([
+            width,
+            height,
+            slots as u32,
+            n as u32,
+            rect.x0,
+            rect.y0,
+            rect.x1,
+            rect.y1,
+            bank.cols,
+            bank.rows,
+            bank.pairs.len() as u32,
+            motion::TEMPORAL_FREQS.len() as u32,
+            bank.taps as u32,
+            0,
+            0,
+            0,
+        ]));
+        let input = self.storage("frames", frames)?;
+        let table = self.storage("motion bank", bytemuck::cast_slice(&bank.table()))?;
+        let proj = self.output("projections", slots * (2 * bank.pairs.len() + 1))?;
+        let row = 1 + bank.channel_count();
+        let out = self.output("motion energy", n * row)?;
+        let bufs = [&params, &input, &table, &proj, &out];
+        let bg_p = self.bind(&self.motion_project, &bufs);
+        let bg_e = self.bind(&self.motion_energy, &bufs);
+        let mut r = self.run(
+            &[
+                (&self.motion_project, &bg_p, slots as u32),
+                (&self.motion_energy, &bg_e, n as u32),
+            ],
+            &[(&out, n * row)],
         )?;
         Ok((r.remove(0), start.elapsed()))
     }

@@ -73,6 +73,10 @@ pub struct Sampling {
     /// without face features.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faces: Option<FaceSampling>,
+    /// v2.4: the picture's motion energy is computed (`inference::motion`, `motion.wgsl`).
+    /// False in models without the `motion_energy` feature.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub motion_energy: bool,
 }
 
 /// The face detector's inputs: which cascade, on what frames, at what settings.

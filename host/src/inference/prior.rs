@@ -382,6 +382,7 @@ pub fn default_sampling() -> Sampling {
         normalise_dbfs: None,
         active_picture: false,
         faces: None,
+        motion_energy: false,
     }
 }
 
@@ -470,11 +471,10 @@ pub const FEATURE_CONSTRUCTS: &[(&str, &str, &str)] = &[
         "centre-surround contrast is local visual drive",
     ),
     (
-        "flicker",
+        "motion_energy",
         "motion",
-        "temporal luminance change is the input to motion processing",
+        "opponent motion energy (a coherent pan, not flicker) drives MT+ and the motion-selective visual areas; since 2.4.0 it replaces flicker and the coarse frame difference, which are largest for flicker",
     ),
-    ("motion_coarse", "motion", "large-field image motion"),
     (
         "cut",
         "attention",
@@ -625,6 +625,7 @@ pub fn default_sampling_v2() -> Sampling {
             scale_factor: 1.1,
             min_neighbours: 3,
         }),
+        motion_energy: true,
         ..default_sampling()
     }
 }

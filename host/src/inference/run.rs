@@ -13,6 +13,7 @@ use super::features::Rect;
 use super::features::{FRAME_FEATURES, HOP, HOP_FEATURES, LEAD, WINDOW};
 use super::gpu::{GpuContext, GpuError, StageTimes};
 use super::model::{Model, NETWORK_COUNT, Presence, TimeBase};
+use super::motion::{self, MotionBank};
 use super::{language, picture, v2};
 use crate::media::decode::{AudioSamples, DecodeError, DecodeSpec, VideoFrames, split_detail};
 use crate::media::probe::ProbeInfo;
@@ -118,6 +119,8 @@ pub struct Qualia {
 
 struct Stream<T> {
     values: Vec<f32>,
+    /// v2.4: the per-frame motion-energy feature (empty without it, and for audio).
+    motion: Vec<f32>,
     count: usize,
     times: StageTimes,
     extra: T,
@@ -277,9 +280,13 @@ impl Qualia {
         let mut times = StageTimes::default();
         let (mut fv, mut hv) = (Vec::new(), Vec::new());
         let mut face_seconds = None;
+        let mut motion_seconds = None;
         if let Some(v) = video {
             times.add(&v.times);
             fv = v.values;
+            if self.model.manifest.sampling.motion_energy {
+                motion_seconds = Some(motion::per_second(&v.motion, spec.fps, seconds));
+            }
             if self.faces.is_some() {
                 face_seconds = Some(faces::per_second(&v.extra, spec.fps, seconds));
             }
@@ -337,6 +344,7 @@ impl Qualia {
                             &loudness,
                             &streams,
                             face_seconds.as_deref().filter(|_| streams.video),
+                            motion_seconds.as_deref().filter(|_| streams.video),
                             language.as_ref(),
                         ),
                         presence,
@@ -415,9 +423,19 @@ impl Qualia {
         let len = (spec.width * spec.height * 3) as usize;
         let mut stacked = vec![0u8; frames.frame_len()];
         let batch = BATCH_SECONDS * spec.fps as usize;
+        // Each batch buffer starts with the frames before it that the kernels read: one for the
+        // visual kernel's frame differences, `taps - 1` for the motion-energy window.
+        let bank = self
+            .model
+            .manifest
+            .sampling
+            .motion_energy
+            .then(|| Arc::new(MotionBank::new(rect, spec.fps)));
+        let lead = bank.as_ref().map_or(1, |b| b.taps - 1);
         let mut prev: Option<Vec<u8>> = None;
         let mut out = Stream {
             values: Vec::new(),
+            motion: Vec::new(),
             count: 0,
             times: StageTimes::default(),
             extra: Vec::new(),
@@ -425,11 +443,11 @@ impl Qualia {
         let mut pending: Option<tokio::task::JoinHandle<VisualBatch>> = None;
         let mut pending_faces: Option<tokio::task::JoinHandle<FaceBatch>> = None;
         loop {
-            let mut data = vec![0u8; (batch + 1) * len];
+            let mut data = vec![0u8; (batch + lead) * len];
             let mut detail_frames = Vec::new();
             let mut k = 0;
             while k < batch && out.count + k < limit {
-                let slot = &mut data[(k + 1) * len..(k + 2) * len];
+                let slot = &mut data[(k + lead) * len..(k + lead + 1) * len];
                 let more = match &detector {
                     Some(d) => {
                         let more = frames.next_frame(&mut stacked).await?;
@@ -451,19 +469,40 @@ impl Qualia {
             if k == 0 {
                 break;
             }
+            // At the start of a clip the first frame stands for the frames before it, so
+            // nothing reads as change there.
             match &prev {
-                Some(p) => data[..len].copy_from_slice(p),
-                None => data.copy_within(len..2 * len, 0),
+                Some(p) => data[..lead * len].copy_from_slice(p),
+                None => {
+                    for i in 0..lead {
+                        data.copy_within(lead * len..(lead + 1) * len, i * len);
+                    }
+                }
             }
-            prev = Some(data[k * len..(k + 1) * len].to_vec());
-            data.truncate((k + 1) * len);
+            prev = Some(data[k * len..(k + lead) * len].to_vec());
+            data.truncate((k + lead) * len);
             if let Some(h) = pending.take() {
                 collect_visual(&mut out, h).await?;
             }
             let gpu = self.gpu.clone();
             let (w, h) = (spec.width, spec.height);
+            let bank = bank.clone();
             pending = Some(tokio::task::spawn_blocking(move || {
-                gpu.visual(&data, w, h, rect)
+                let (values, visual) = gpu.visual(&data[(lead - 1) * len..], w, h, rect)?;
+                let (motion, motion_t) = match &bank {
+                    Some(b) => {
+                        let (rows, t) = gpu.motion(&data, w, h, rect, b)?;
+                        let row = 1 + b.channel_count();
+                        (rows.chunks_exact(row).map(|r| r[0]).collect(), t)
+                    }
+                    None => (Vec::new(), Duration::ZERO),
+                };
+                Ok(VisualOut {
+                    values,
+                    motion,
+                    visual,
+                    motion_t,
+                })
             }));
             if let Some(d) = &detector {
                 if let Some(h) = pending_faces.take() {
@@ -530,6 +569,7 @@ impl Qualia {
         let mut first_hop = 0usize;
         let mut out = Stream {
             values: Vec::new(),
+            motion: Vec::new(),
             count: 0,
             times: StageTimes::default(),
             extra: 0usize,
@@ -595,7 +635,15 @@ impl Qualia {
     }
 }
 
-type VisualBatch = Result<(Vec<f32>, Duration), GpuError>;
+/// One batch's visual kernel outputs and their times.
+struct VisualOut {
+    values: Vec<f32>,
+    motion: Vec<f32>,
+    visual: Duration,
+    motion_t: Duration,
+}
+
+type VisualBatch = Result<VisualOut, GpuError>;
 /// The sampled frames' face coverage `(frame index, share)` and the detector's time.
 type FaceBatch = (Vec<(usize, f32)>, Duration);
 type AudioBatch = Result<(Vec<f32>, Duration, Duration), GpuError>;
@@ -604,9 +652,11 @@ async fn collect_visual<T>(
     out: &mut Stream<T>,
     h: tokio::task::JoinHandle<VisualBatch>,
 ) -> Result<(), QualiaError> {
-    let (v, t) = h.await.map_err(|e| QualiaError::Task(e.to_string()))??;
-    out.values.extend(v);
-    out.times.visual += t;
+    let v = h.await.map_err(|e| QualiaError::Task(e.to_string()))??;
+    out.values.extend(v.values);
+    out.motion.extend(v.motion);
+    out.times.visual += v.visual;
+    out.times.motion += v.motion_t;
     Ok(())
 }
 

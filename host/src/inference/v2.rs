@@ -34,7 +34,7 @@ const RELATIVE_RANGE: (f64, f64) = (-40.0, 12.0);
 const UNIFORM_CONTRAST: f32 = 0.01;
 
 /// The v2 per-second features, in the order `model.json` lists them.
-pub const FEATURES: [(&str, Modality, &str); 39] = [
+pub const FEATURES: [(&str, Modality, &str); 40] = [
     ("contrast", Modality::Visual, "RMS contrast of luma"),
     (
         "colourfulness",
@@ -55,6 +55,11 @@ pub const FEATURES: [(&str, Modality, &str); 39] = [
         "motion_coarse",
         Modality::Visual,
         "mean absolute change of the 32x18 grid of cell means",
+    ),
+    (
+        "motion_energy",
+        Modality::Visual,
+        "opponent motion energy of a spatio-temporal Gabor bank (pymoten's filters, 3 scales, 8 directions, 2 and 4 Hz) over the RMS lightness contrast, mean per second",
     ),
     (
         "cut",
@@ -214,8 +219,8 @@ pub fn no_drive(name: &str) -> Option<f32> {
     match name {
         // A uniform field: no contrast, colour, edges, change, structure or faces (the kernels'
         // own output for one; saliency's peak over mean reads 0 there, see visual.wgsl).
-        "contrast" | "colourfulness" | "edges" | "flicker" | "motion_coarse" | "cut"
-        | "saliency" | "luma_change" | "face_presence" | "face_area" => Some(0.0),
+        "contrast" | "colourfulness" | "edges" | "flicker" | "motion_coarse" | "motion_energy"
+        | "cut" | "saliency" | "luma_change" | "face_presence" | "face_area" => Some(0.0),
         // Silence: relative loudness at the bottom of its range, no change, onsets or
         // speech-band energy.
         "loudness" => Some(RELATIVE_RANGE.0 as f32),
@@ -393,9 +398,9 @@ pub fn streams(
     }
 }
 
-/// The v2 feature matrix (`seconds x 39`) from the v1 kernel columns, the per-second loudness,
-/// the face features (`None` without a picture) and the language features (`None` when speech
-/// was not analysed). Absent columns read 0 here and take the model's absent value in the
+/// The v2 feature matrix (`seconds x 40`) from the v1 kernel columns, the per-second loudness,
+/// the face features and motion energy (`None` without a picture) and the language features
+/// (`None` when speech was not analysed). Absent columns read 0 here and take the model's absent value in the
 /// response kernel.
 #[must_use]
 pub fn derive(
@@ -403,6 +408,7 @@ pub fn derive(
     loudness: &[f64],
     streams: &Streams,
     faces: Option<&[[f32; FACE_FEATURES]]>,
+    motion: Option<&[f32]>,
     language: Option<&LanguageFeatures>,
 ) -> Vec<f32> {
     let f1 = FEATURE_COUNT;
@@ -424,7 +430,9 @@ pub fn derive(
         for name in ["contrast", "colourfulness", "edges", "motion"] {
             out.push(col(name));
         }
-        for name in ["motion_coarse", "cut", "saliency", "luma_change"] {
+        out.push(col("motion_coarse"));
+        out.push(motion.and_then(|m| m.get(t).copied()).unwrap_or(0.0));
+        for name in ["cut", "saliency", "luma_change"] {
             out.push(col(name));
         }
         out.extend_from_slice(
@@ -474,7 +482,7 @@ mod tests {
 
     #[test]
     fn the_list_is_grouped_and_the_language_block_fits() {
-        assert_eq!(FEATURE_COUNT_V2, 39);
+        assert_eq!(FEATURE_COUNT_V2, 40);
         assert_eq!(
             feature_index("face_area"),
             feature_index("face_presence").map(|i| i + FACE_FEATURES - 1)
@@ -535,8 +543,8 @@ mod tests {
         let loud = [-18.0, -24.0];
         let quiet = [-38.0, -44.0];
         let s = |l: &[f64]| streams(&raw, l, false, true, false, None);
-        let a = derive(&raw, &loud, &s(&loud), None, None);
-        let b = derive(&quiet_raw, &quiet, &s(&quiet), None, None);
+        let a = derive(&raw, &loud, &s(&loud), None, None, None);
+        let b = derive(&quiet_raw, &quiet, &s(&quiet), None, None, None);
         for (k, (x, y)) in a.iter().zip(&b).enumerate() {
             assert!(
                 (x - y).abs() < 1e-4,
@@ -567,6 +575,7 @@ mod tests {
             &[FLOOR_DBFS],
             &present,
             Some(&[[0.0; FACE_FEATURES]]),
+            Some(&[0.0]),
             Some(&words),
         );
         for (k, (name, _, _)) in FEATURES.iter().enumerate() {
