@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
+use crate::analyzer::{AnalysisInput, Analyzer, StageError};
 use crate::benchmark::BenchmarkTable;
 use crate::inference::run::{Qualia, QualiaOutput};
-use crate::pipeline::{AnalysisInput, Analyzer, StageError};
 use crate::plugins::Registry;
 use crate::plugins::bindings::{ClipData, wit};
 use crate::plugins::registry::ActiveSet;
@@ -372,7 +372,11 @@ pub async fn rerun_manipulation(
             "no manipulation plugin is active",
         ));
     };
-    match plugins.runtime().analyze(plugin, &stored.clip()).await {
+    match plugins
+        .runtime()
+        .analyze(plugin, &ClipData::of_result(stored))
+        .await
+    {
         Ok((m, _)) => Ok((result::Manipulation::from(m), provenance_entry(plugin))),
         Err(e) => Err(failed(plugins, e, org).await),
     }

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::analyzer::Analyzer;
 use crate::auth::KeyResolver;
 use crate::clock::{Clock, SystemClock};
 use crate::config::ServeConfig;
 use crate::media::fetch::Fetcher;
-use crate::pipeline::Analyzer;
 use crate::store::Db;
 
 pub struct App {

@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod analysis;
+pub mod analyzer;
 pub mod api;
 pub mod app;
 pub mod artifacts;

@@ -1,95 +1,17 @@
 //! The worker's path for one scan: download → probe → analyse → assemble, as typed stages.
 //!
 //! Analysis (decoding, the `qualia` inference core and the analysis plugins) sits behind the
-//! [`Analyzer`] trait; production wires [`crate::analysis::Analysis`], tests their own.
+//! [`Analyzer`] trait (in [`crate::analyzer`]); production wires
+//! [`crate::analysis::Analysis`], tests their own.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::future::BoxFuture;
-
+use crate::analyzer::{AnalysisInput, StageError};
 use crate::app::App;
-use crate::media::fetch::FetchError;
-use crate::media::probe::{self, ProbeError, ProbeInfo};
-use crate::result::ScanResult;
+use crate::media::probe;
 use crate::scan::{MAX_DURATION_SECS, ScanRequest, ScanStatus, Stage};
 use crate::webhooks;
-
-/// A stage failure. `code` is stable and leads the scan's `error` string.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StageError {
-    pub code: &'static str,
-    pub message: String,
-    /// A later attempt may succeed (network trouble, a 5xx from the media host).
-    pub transient: bool,
-}
-
-impl StageError {
-    pub fn permanent(code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            transient: false,
-        }
-    }
-
-    /// The scan's `error` string: `code: message`.
-    pub fn scan_error(&self) -> String {
-        format!("{}: {}", self.code, self.message)
-    }
-}
-
-impl From<FetchError> for StageError {
-    fn from(e: FetchError) -> Self {
-        Self {
-            code: e.code(),
-            transient: e.transient(),
-            message: e.to_string(),
-        }
-    }
-}
-
-impl From<ProbeError> for StageError {
-    fn from(e: ProbeError) -> Self {
-        match e {
-            ProbeError::Missing => Self {
-                code: "internal_error",
-                message: "the media prober is not installed on this worker".into(),
-                transient: true,
-            },
-            ProbeError::Timeout(_) => Self {
-                code: "decode_failed",
-                message: e.to_string(),
-                transient: true,
-            },
-            ProbeError::NotMedia(m) => Self::permanent("decode_failed", m),
-        }
-    }
-}
-
-/// What the analysis stage gets.
-#[derive(Debug)]
-pub struct AnalysisInput<'a> {
-    pub scan_id: &'a str,
-    /// The organisation the scan belongs to (the plugin breaker counts failures by it).
-    pub org_id: &'a str,
-    pub request: &'a ScanRequest,
-    /// The downloaded media file.
-    pub media: &'a Path,
-    pub probe: &'a ProbeInfo,
-}
-
-/// Turns downloaded media into a complete result.
-pub trait Analyzer: Send + Sync + 'static {
-    /// Lens names this analyzer can score, beyond which `POST /scans` drops requested lenses.
-    fn lenses(&self) -> Vec<String>;
-
-    fn analyze<'a>(
-        &'a self,
-        input: AnalysisInput<'a>,
-    ) -> BoxFuture<'a, Result<ScanResult, StageError>>;
-}
 
 async fn enter(app: &App, scan_id: &str, stage: Stage) -> Result<bool, StageError> {
     app.db

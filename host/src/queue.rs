@@ -16,8 +16,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use crate::analyzer::StageError;
 use crate::app::App;
-use crate::pipeline::{self, StageError};
+use crate::pipeline;
 use crate::store::jobs::ClaimedJob;
 use crate::webhooks;
 

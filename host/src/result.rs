@@ -90,7 +90,7 @@ pub struct ScanResult {
     /// The transcript the plugins saw (empty when the clip had no speech or no transcript
     /// was made); kept for re-runs and the intelligence memory. Not shown by `GET`.
     #[serde(default)]
-    pub transcript: Vec<crate::plugins::bindings::TranscriptLine>,
+    pub transcript: Vec<TranscriptLine>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -113,25 +113,12 @@ fn both_streams() -> StoredModalities {
     }
 }
 
-impl ScanResult {
-    /// The clip the analysis plugins saw, rebuilt from the stored networks.
-    /// What plugins read of this result, the transcript cut to their budget.
-    pub fn clip(&self) -> crate::plugins::bindings::ClipData {
-        let mut clip = crate::plugins::bindings::ClipData {
-            duration_sec: self.duration_sec,
-            #[allow(clippy::cast_possible_truncation)]
-            networks: self
-                .timeline
-                .iter()
-                .map(|s| s.raw.map(|v| v as f32))
-                .collect(),
-            video: self.modalities.video,
-            audio: self.modalities.audio,
-            transcript: self.transcript.clone(),
-        };
-        clip.fit_transcript();
-        clip
-    }
+/// One line of a scan's transcript (subtitles or speech recognition), times in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TranscriptLine {
+    pub start_sec: f32,
+    pub end_sec: f32,
+    pub text: String,
 }
 
 /// One second of the stored timeline; all optional parts are kept.

@@ -16,9 +16,9 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
+use crate::analyzer::StageError;
 use crate::app::App;
 use crate::ids;
-use crate::pipeline::StageError;
 use crate::queue::WEBHOOK_JOB;
 use crate::store::StoreResult;
 use crate::store::jobs::{ClaimedJob, NewJob};

@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use brainscan::analyzer::{AnalysisInput, Analyzer, StageError};
 use brainscan::app::App;
 use brainscan::clock::{Clock, SystemClock};
 use brainscan::config::{PluginConfig, ServeConfig};
-use brainscan::pipeline::{AnalysisInput, Analyzer, StageError};
 use brainscan::plugins::bindings::{ClipData, TranscriptLine};
 use brainscan::plugins::conformance::fixture_clip;
 use brainscan::plugins::{PluginRuntime, Registry};

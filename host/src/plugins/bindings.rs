@@ -146,13 +146,9 @@ impl OutputSize for wit::Manipulation {
     }
 }
 
-/// One transcript line, host side.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct TranscriptLine {
-    pub start_sec: f32,
-    pub end_sec: f32,
-    pub text: String,
-}
+/// One transcript line, host side: a part of the stored result (see [`crate::result`]),
+/// re-exported here because plugins receive it.
+pub use crate::result::TranscriptLine;
 
 /// The clip as the host holds it; converted to the WIT record per call.
 #[derive(Debug, Clone, PartialEq)]
@@ -168,6 +164,21 @@ pub struct ClipData {
 impl ClipData {
     pub fn seconds(&self) -> usize {
         self.networks.len()
+    }
+
+    /// What plugins read of a stored result (`POST /analyze` re-runs manipulation on it), the
+    /// transcript cut to their budget.
+    pub fn of_result(r: &result::ScanResult) -> Self {
+        let mut clip = Self {
+            duration_sec: r.duration_sec,
+            #[allow(clippy::cast_possible_truncation)]
+            networks: r.timeline.iter().map(|s| s.raw.map(|v| v as f32)).collect(),
+            video: r.modalities.video,
+            audio: r.modalities.audio,
+            transcript: r.transcript.clone(),
+        };
+        clip.fit_transcript();
+        clip
     }
 
     /// Transcript bytes a plugin may receive for this clip.

@@ -1,0 +1,88 @@
+//! The contract between the worker's scan pipeline and the analysis behind it: what the
+//! analysis stage gets ([`AnalysisInput`]), what it must do ([`Analyzer`]) and how any stage
+//! fails ([`StageError`]). Its own module so that the application state, the queue and the
+//! webhooks can name these without importing the pipeline that uses them.
+
+use std::path::Path;
+
+use futures_util::future::BoxFuture;
+
+use crate::media::fetch::FetchError;
+use crate::media::probe::{ProbeError, ProbeInfo};
+use crate::result::ScanResult;
+use crate::scan::ScanRequest;
+
+/// A stage failure. `code` is stable and leads the scan's `error` string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageError {
+    pub code: &'static str,
+    pub message: String,
+    /// A later attempt may succeed (network trouble, a 5xx from the media host).
+    pub transient: bool,
+}
+
+impl StageError {
+    pub fn permanent(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            transient: false,
+        }
+    }
+
+    /// The scan's `error` string: `code: message`.
+    pub fn scan_error(&self) -> String {
+        format!("{}: {}", self.code, self.message)
+    }
+}
+
+impl From<FetchError> for StageError {
+    fn from(e: FetchError) -> Self {
+        Self {
+            code: e.code(),
+            transient: e.transient(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<ProbeError> for StageError {
+    fn from(e: ProbeError) -> Self {
+        match e {
+            ProbeError::Missing => Self {
+                code: "internal_error",
+                message: "the media prober is not installed on this worker".into(),
+                transient: true,
+            },
+            ProbeError::Timeout(_) => Self {
+                code: "decode_failed",
+                message: e.to_string(),
+                transient: true,
+            },
+            ProbeError::NotMedia(m) => Self::permanent("decode_failed", m),
+        }
+    }
+}
+
+/// What the analysis stage gets.
+#[derive(Debug)]
+pub struct AnalysisInput<'a> {
+    pub scan_id: &'a str,
+    /// The organisation the scan belongs to (the plugin breaker counts failures by it).
+    pub org_id: &'a str,
+    pub request: &'a ScanRequest,
+    /// The downloaded media file.
+    pub media: &'a Path,
+    pub probe: &'a ProbeInfo,
+}
+
+/// Turns downloaded media into a complete result.
+pub trait Analyzer: Send + Sync + 'static {
+    /// Lens names this analyzer can score, beyond which `POST /scans` drops requested lenses.
+    fn lenses(&self) -> Vec<String>;
+
+    fn analyze<'a>(
+        &'a self,
+        input: AnalysisInput<'a>,
+    ) -> BoxFuture<'a, Result<ScanResult, StageError>>;
+}
