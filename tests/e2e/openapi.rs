@@ -99,3 +99,71 @@ async fn real_responses_match_the_served_document() {
     );
     t.stop().await;
 }
+
+/// The mismatches a schemathesis run found (issue: contract and hardening, OpenAPI
+/// precision), each sent for real and checked against the served document: an `offset` that
+/// does not fit in 64 bits (400), `/analyze` without a JSON content type (415) or with a body
+/// that is not JSON (400), an `input.type` outside the documented enum (400), and a 429 on
+/// every keyed operation.
+#[tokio::test]
+async fn the_statuses_schemathesis_found_undocumented_are_documented() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let doc: Value = t
+        .http
+        .get(t.url("/openapi.json"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let (s, e) = t.get(&org, "/scans?offset=18446744073709551616").await;
+    assert_eq!(s.as_u16(), 400, "{e}");
+    assert_valid(&doc, "/api/v1/scans", "get", 400, &e);
+    let send = |content_type: Option<&'static str>, body: &'static str| {
+        let mut r = t
+            .http
+            .post(t.url("/analyze"))
+            .bearer_auth(&org.key)
+            .body(body);
+        if let Some(ct) = content_type {
+            r = r.header("content-type", ct);
+        }
+        async move {
+            let r = r.send().await.expect("send");
+            let s = r.status().as_u16();
+            (s, r.json::<Value>().await.expect("json"))
+        }
+    };
+    let (s, e) = send(None, "{\"scan_id\": \"x\"}").await;
+    assert_eq!(s, 415, "{e}");
+    assert_valid(&doc, "/api/v1/analyze", "post", s, &e);
+    let (s, e) = send(Some("application/json"), "{not json").await;
+    assert_eq!(s, 400, "{e}");
+    assert_valid(&doc, "/api/v1/analyze", "post", s, &e);
+    // input.type is an enum in the schema, and what is outside it is refused.
+    let input = &doc["components"]["schemas"]["InputType"]["enum"];
+    assert_eq!(input, &json!(["video", "audio", "url"]), "{input}");
+    let (s, e) = t
+        .post(
+            &org,
+            "/scans",
+            &json!({"input": {"type": "banana", "url": "https://example.com/a.mp4"}}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 400, "{e}");
+    assert_valid(&doc, "/api/v1/scans", "post", 400, &e);
+    // Every operation that takes a key documents the rate limit.
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("operations") {
+            if op["security"].as_array().is_some_and(|s| !s.is_empty()) {
+                assert!(
+                    !op["responses"]["429"].is_null(),
+                    "{method} {path} does not document 429"
+                );
+            }
+        }
+    }
+    t.stop().await;
+}

@@ -52,9 +52,12 @@ pub struct AnalyzeResponse {
     request_body = AnalyzeBody,
     responses(
         (status = 200, body = AnalyzeResponse),
+        (status = 400, description = "The body is not valid JSON or lacks scan_id", body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody),
         (status = 409, description = "scan_not_complete", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "The body is not declared as JSON (Content-Type)", body = ErrorBody),
         (status = 422, description = "manipulation_not_scored", body = ErrorBody),
         (status = 500, description = "plugin_failed", body = ErrorBody),
     ),

@@ -7,6 +7,46 @@ use utoipa::{Modify, OpenApi};
 
 struct BearerKey;
 
+/// Every operation that takes an API key can also answer 429 (`rate_limited`, with
+/// `Retry-After`): the per-organisation limit applies to all of them, so it is added here once
+/// rather than to each path.
+struct RateLimited;
+
+impl Modify for RateLimited {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{RefOr, ResponseBuilder};
+        let response = ResponseBuilder::new()
+            .description("rate_limited: too many requests for this organisation; see Retry-After")
+            .content(
+                "application/json",
+                utoipa::openapi::ContentBuilder::new()
+                    .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+                        "ErrorBody",
+                    ))))
+                    .build(),
+            )
+            .build();
+        for item in openapi.paths.paths.values_mut() {
+            for op in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.delete,
+                &mut item.patch,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if op.security.as_ref().is_some_and(|s| !s.is_empty()) {
+                    op.responses
+                        .responses
+                        .insert("429".into(), RefOr::T(response.clone()));
+                }
+            }
+        }
+    }
+}
+
 impl Modify for BearerKey {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
@@ -35,7 +75,7 @@ impl Modify for BearerKey {
         super::analyze::analyze,
         super::lenses::list_lenses,
     ),
-    modifiers(&BearerKey),
+    modifiers(&BearerKey, &RateLimited),
     tags((name = "scans"), (name = "wallet"), (name = "intelligence"))
 )]
 pub struct ApiDoc;

@@ -44,10 +44,32 @@ pub struct CreateScanBody {
     pub webhook_url: Option<String>,
 }
 
+/// The values `input.type` accepts (the schema's enum; the body is read as a string so that
+/// any other value gets our own 400 with `field: input`).
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum InputType {
+    Video,
+    Audio,
+    Url,
+}
+
+/// The values `input.modality` accepts (`image` is refused as `unsupported_input`).
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum InputModality {
+    Video,
+    Audio,
+    Image,
+}
+
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct InputBody {
     /// `video`, `audio` or `url`.
     #[serde(rename = "type")]
+    #[schema(value_type = Option<InputType>)]
     pub kind: Option<String>,
     pub url: Option<String>,
     pub video_url: Option<String>,
@@ -55,6 +77,7 @@ pub struct InputBody {
     /// Text input is not supported (answers 400 `unsupported_input`).
     pub text: Option<String>,
     /// With type `url`: `video` (default), `audio` or `image` (unsupported).
+    #[schema(value_type = Option<InputModality>)]
     pub modality: Option<String>,
 }
 
@@ -307,6 +330,7 @@ const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
         (status = 402, description = "insufficient_balance", body = ErrorBody),
         (status = 409, description = "Idempotency-Key reused with another body", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "The body is not declared as JSON (Content-Type)", body = ErrorBody),
         (status = 422, description = "video_too_long, unsupported_media, download_failed, media_too_large", body = ErrorBody),
     ),
     security(("api_key" = []))
@@ -492,7 +516,11 @@ pub struct ListParams {
         ("limit" = Option<i64>, Query, description = "Default 25, clamped to 1-100"),
         ("offset" = Option<i64>, Query, description = "Scans to skip; default 0"),
     ),
-    responses((status = 200, body = ScanList), (status = 401, body = ErrorBody)),
+    responses(
+        (status = 200, body = ScanList),
+        (status = 400, description = "limit or offset is not an integer that fits in 64 bits", body = ErrorBody),
+        (status = 401, body = ErrorBody),
+    ),
     security(("api_key" = []))
 )]
 pub async fn list_scans(
