@@ -145,6 +145,9 @@ async fn the_statuses_schemathesis_found_undocumented_are_documented() {
     // input.type is an enum in the schema, and what is outside it is refused.
     let input = &doc["components"]["schemas"]["InputType"]["enum"];
     assert_eq!(input, &json!(["video", "audio", "url"]), "{input}");
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(schemas["ModelName"]["enum"], json!(["qualia", "mary"]));
+    assert_eq!(schemas["Granularity"]["enum"], json!(["second"]));
     let (s, e) = t
         .post(
             &org,

@@ -32,16 +32,35 @@ use crate::store::scans::{CreateOutcome, IdempotencyClaim, NewScan};
 pub struct CreateScanBody {
     pub input: InputBody,
     /// `qualia` (default) or `mary`; every scan runs on qualia.
+    #[schema(value_type = Option<ModelName>)]
     pub model: Option<String>,
     /// Any of `attention`, `memory`, `purchase_intent`, `manipulation` (and installed custom
     /// lenses). Unknown values are dropped, duplicates removed; default
     /// `[attention, purchase_intent, manipulation]`, also when no requested value is a lens.
     pub lenses: Option<Vec<String>>,
     /// Only `second`.
+    #[schema(value_type = Option<Granularity>)]
     pub granularity: Option<String>,
     pub options: Option<OptionsBody>,
     /// Receives the completed scan by a signed POST; best-effort, retried.
     pub webhook_url: Option<String>,
+}
+
+/// The values `model` accepts (`mary` runs on qualia, spec rule 1).
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum ModelName {
+    Qualia,
+    Mary,
+}
+
+/// The values `granularity` accepts.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum Granularity {
+    Second,
 }
 
 /// The values `input.type` accepts (the schema's enum; the body is read as a string so that
