@@ -32,19 +32,23 @@ fn assert_valid(doc: &Value, path: &str, method: &str, status: u16, body: &Value
     );
 }
 
-#[tokio::test]
-async fn real_responses_match_the_served_document() {
-    let t = TestApp::start().await;
-    let org = t.org("acme", 10_000).await;
-    let doc: Value = t
-        .http
+/// The document the running server serves.
+async fn served_document(t: &TestApp) -> Value {
+    t.http
         .get(t.url("/openapi.json"))
         .send()
         .await
         .expect("send")
         .json()
         .await
-        .expect("json");
+        .expect("json")
+}
+
+#[tokio::test]
+async fn real_responses_match_the_served_document() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let doc = served_document(&t).await;
     assert_eq!(
         doc["openapi"].as_str().map(|v| v.starts_with("3.1")),
         Some(true)
@@ -109,15 +113,7 @@ async fn real_responses_match_the_served_document() {
 async fn the_statuses_schemathesis_found_undocumented_are_documented() {
     let t = TestApp::start().await;
     let org = t.org("acme", 10_000).await;
-    let doc: Value = t
-        .http
-        .get(t.url("/openapi.json"))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let doc = served_document(&t).await;
     let (s, e) = t.get(&org, "/scans?offset=18446744073709551616").await;
     assert_eq!(s.as_u16(), 400, "{e}");
     assert_valid(&doc, "/api/v1/scans", "get", 400, &e);

@@ -593,7 +593,7 @@ impl GpuContext {
             0,
         ]));
         let input = self.storage("frames", frames)?;
-        let table = self.storage("motion bank", bytemuck::cast_slice(&bank.table()))?;
+        let table = self.storage("motion bank", bytemuck::cast_slice(bank.table()))?;
         let proj = self.output("projections", slots * (2 * bank.pairs.len() + 1))?;
         let row = 1 + bank.channel_count();
         let out = self.output("motion energy", n * row)?;

@@ -88,9 +88,8 @@ pub struct MotionBank {
     norms: Vec<f64>,
     /// `TEMPORAL_FREQS x 2 x taps`: sine then cosine taps, tap 0 the current frame.
     temporal: Vec<f64>,
-    /// Per pair, the cells `[x0, x1) x [y0, y1)` outside which its weights are 0 (below the
-    /// mask limit): the kernel reads only those, a fifth of the grid on average.
-    bounds: Vec<[u32; 4]>,
+    /// The f32 table `motion.wgsl` reads, built once per bank (every batch uploads it).
+    table: Vec<f32>,
 }
 
 /// Frames pymoten's centred window lies ahead of ours (`ceil(taps / 2) - 1`).
@@ -154,7 +153,9 @@ impl MotionBank {
         let cells = (cols * rows) as usize;
         let mut weights = vec![0f64; pairs.len() * 2 * cells];
         let mut norms = Vec::with_capacity(pairs.len());
-        let mut bounds = Vec::with_capacity(pairs.len());
+        // Per pair, the cells `[x0, x1) x [y0, y1)` outside which its weights are 0 (below the
+        // mask limit): the kernel reads only those, a fifth of the grid on average.
+        let mut bounds: Vec<[u32; 4]> = Vec::with_capacity(pairs.len());
         for (p, pair) in pairs.iter().enumerate() {
             let mut b = [cols, 0, rows, 0];
             let theta = pair.orientation.to_radians();
@@ -196,6 +197,15 @@ impl MotionBank {
             temporal.extend((0..taps).map(|k| gauss(k) * (at(k) * ft).sin()));
             temporal.extend((0..taps).map(|k| gauss(k) * (at(k) * ft).cos()));
         }
+        // Spatial weights, envelope norms, temporal taps, then each pair's cell bounds (small
+        // integers, exact in f32).
+        let table = weights
+            .iter()
+            .chain(&norms)
+            .chain(&temporal)
+            .map(|v| *v as f32)
+            .chain(bounds.iter().flatten().map(|b| *b as f32))
+            .collect();
         Self {
             cols,
             rows,
@@ -204,7 +214,7 @@ impl MotionBank {
             weights,
             norms,
             temporal,
-            bounds,
+            table,
         }
     }
 
@@ -240,16 +250,10 @@ impl MotionBank {
     }
 
     /// What `motion.wgsl` reads: spatial weights, envelope norms, temporal taps and each
-    /// pair's cell bounds (small integers, exact in f32), as f32.
+    /// pair's cell bounds, as f32.
     #[must_use]
-    pub fn table(&self) -> Vec<f32> {
-        self.weights
-            .iter()
-            .chain(&self.norms)
-            .chain(&self.temporal)
-            .map(|v| *v as f32)
-            .chain(self.bounds.iter().flatten().map(|b| *b as f32))
-            .collect()
+    pub fn table(&self) -> &[f32] {
+        &self.table
     }
 }
 
