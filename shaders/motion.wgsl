@@ -12,9 +12,10 @@
 // written is [sin_0, cos_0, ..., sin_{P-1}, cos_{P-1}, rms contrast of the grid].
 // `energy`: one workgroup per output frame k, reading slots k .. k + taps - 1 (the frame itself
 // is slot k + taps - 1). One thread per (pair, temporal frequency) writes the forward and
-// backward energies; the row is [feature, channels...], the feature being the mean opponent
-// energy |forward - backward| (in L* units: each divided by its envelope sum) over the frame's
-// RMS contrast, floored at SIGMA_FLOOR. Reductions run in a fixed order.
+// backward energies; the row is [sigma, channels...], sigma being the frame's RMS contrast
+// floored at SIGMA_FLOOR. The host pools the channels into the feature (MotionBank::feature:
+// Minkowski pooling over positions of the opponent energy, over sigma). Reductions run in a
+// fixed order.
 
 struct Params {
     width: u32,
@@ -158,7 +159,6 @@ fn energy(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     let norms = 2u * p.pairs * cells;
     let temporal = norms + p.pairs;
     let orow = 1u + 2u * p.pairs * p.nt;
-    var opponent = 0.0;
     if (lid < p.pairs * p.nt) {
         let pair = lid / p.nt;
         let j = lid % p.nt;
@@ -181,13 +181,8 @@ fn energy(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         let backward = sqrt((b - a) * (b - a) + (d + c) * (d + c));
         out[frame * orow + 1u + 2u * lid] = forward;
         out[frame * orow + 2u + 2u * lid] = backward;
-        opponent = abs(forward - backward) / bank[norms + pair];
     }
-    part[lid] = opponent;
-    workgroupBarrier();
-    reduce(lid);
     if (lid == 0u) {
-        let sigma = max(proj[current * row + 2u * p.pairs], SIGMA_FLOOR);
-        out[frame * orow] = part[0] / f32(p.pairs * p.nt) / sigma;
+        out[frame * orow] = max(proj[current * row + 2u * p.pairs], SIGMA_FLOOR);
     }
 }

@@ -104,7 +104,7 @@ pub enum ModelCommand {
         corpus: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
-        #[arg(long, default_value = "2.4.0")]
+        #[arg(long, default_value = "2.5.0")]
         version: String,
         /// Model format: 2 (v2 features, the default) or 1 (v1 features).
         #[arg(long, default_value_t = 2)]
@@ -1005,10 +1005,7 @@ async fn isolated_kernels(
             if let Some(b) = bank.as_ref().filter(|_| !motion_frames.is_empty()) {
                 let (rows, t) = gpu.motion(&motion_frames, spec.width, spec.height, rect, b)?;
                 mot.push(ms(t));
-                let per_frame: Vec<f32> = rows
-                    .chunks_exact(1 + b.channel_count())
-                    .map(|r| r[0])
-                    .collect();
+                let per_frame = b.features(&rows);
                 motion_per_second =
                     Some(crate::inference::motion::per_second(&per_frame, spec.fps, 10));
             }
@@ -1044,6 +1041,7 @@ async fn isolated_kernels(
                     None,
                     motion_per_second.as_deref(),
                     None,
+                    1.0,
                 )
             } else {
                 raw

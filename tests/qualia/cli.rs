@@ -35,7 +35,7 @@ fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {
         "--json",
     ])))
     .expect("json");
-    assert_eq!(doc["model"], "qualia-2.4.0");
+    assert_eq!(doc["model"], "qualia-2.5.0");
     assert_eq!(doc["time_base"], "stimulus");
     assert_eq!(doc["seconds"], 6);
     assert_eq!(doc["modalities"]["video"], true);

@@ -316,8 +316,9 @@ async fn motion_energy_matches_reference_on_a_real_clip_and_a_portrait_picture()
             .map(|v| *v as f32)
             .collect();
         let row = 1 + bank.channel_count();
+        // The row starts with the frame's contrast; the feature pools the channels over it.
         let split = |v: &[f32]| -> (Vec<f32>, Vec<f32>) {
-            let features = v.chunks_exact(row).map(|r| r[0]).collect();
+            let features = bank.features(v);
             let channels = v.chunks_exact(row).flat_map(|r| r[1..].to_vec()).collect();
             (features, channels)
         };
@@ -366,9 +367,10 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
     let frames = decode_frames(&path, spec, usize::MAX)
         .await
         .expect("frames");
-    let rect = brainscan::inference::picture::active_rect(&path, spec)
+    let picture = brainscan::inference::picture::active_picture(&path, spec)
         .await
         .expect("active picture");
+    let rect = picture.rect;
     let ff = reference::visual(&frames, spec.width as usize, spec.height as usize, rect);
     let samples = decode_samples(&path, spec, usize::MAX - features::LEAD)
         .await
@@ -414,17 +416,13 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
         .map(|r| [r[face], r[face + 1]])
         .collect();
     let bank = motion::MotionBank::new(rect, spec.fps);
-    let row = 1 + bank.channel_count();
-    let per_frame: Vec<f32> = motion::reference(
+    let per_frame = bank.features(&motion::reference(
         &with_lead(&frames, len, bank.taps - 1),
         spec.width,
         spec.height,
         rect,
         &bank,
-    )
-    .chunks_exact(row)
-    .map(|r| r[0] as f32)
-    .collect();
+    ));
     let motion_seconds = motion::per_second(&per_frame, spec.fps, out.seconds);
     let derived = v2::derive(
         &raw,
@@ -433,6 +431,11 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
         Some(&faces),
         Some(&motion_seconds),
         None,
+        if q.model.manifest.sampling.levels {
+            picture.luma_range
+        } else {
+            1.0
+        },
     );
     assert_close("v2 features", &out.features, &derived);
     let presence = Presence {

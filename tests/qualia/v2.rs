@@ -349,11 +349,13 @@ async fn lens_means(out: &QualiaOutput) -> std::collections::BTreeMap<String, f6
 
 /// The invariance table of the v2 issue, generated here and printed as Markdown (run with
 /// `--nocapture`): nuisance changes a viewer would not call a different clip should move no
-/// lens's clip mean by more than 5 points. The audio changes are held to that bound. The two
-/// picture changes are measured and printed, not asserted, because v2 does not meet the bound
-/// for them in general: brightness -0.25 moves attention by -13 on this cut, and the 9:16 crop
-/// moved it +6.3 on the whole trailer (+4.3 on this cut); the model card records both.
-/// Asserting a looser bound would only restate today's numbers.
+/// lens's clip mean by more than 5 points, and all four are held to that bound. The picture
+/// changes are met by design since qualia 2.5.0, not by smaller weights: contrast and edges are
+/// read relative to the clip's luma range (a brightness offset clips the dark end and lowered
+/// them to 0.75-0.77; attention moved -11.4 with 2.4.0), faces are a share of the screen, and
+/// motion energy is pooled over positions by Minkowski summation (the crop keeps the moving
+/// centre: attention moved +14.4 with 2.4.0). It can fail for a modelling reason: any feature
+/// that reads absolute brightness, or averages over the picture's area, breaks it.
 #[tokio::test]
 async fn nuisance_changes_move_no_lens_by_more_than_five_points() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -386,19 +388,19 @@ async fn nuisance_changes_move_no_lens_by_more_than_five_points() {
             true,
         ),
         (
-            "brightness -0.25 (measured, not held)",
+            "brightness -0.25",
             variant("dark.mp4", &["-vf", "eq=brightness=-0.25"]),
             base.clone(),
-            false,
+            true,
         ),
         (
-            "9:16 crop letterboxed into 16:9 (measured, not held)",
+            "9:16 crop letterboxed into 16:9",
             variant(
                 "portrait.mp4",
                 &["-vf", "crop=ih*9/16:ih,pad=ih*16/9:ih:(ow-iw)/2:0,setsar=1"],
             ),
             base.clone(),
-            false,
+            true,
         ),
     ];
     let mut table =

@@ -145,6 +145,18 @@ pub fn per_second(samples: &[(usize, f32)], fps: u32, seconds: usize) -> Vec<[f3
         .collect()
 }
 
+/// Turns the per-second `face_area` from a share of the active picture into a share of the
+/// whole frame, the picture covering `picture_share` of it (v2.5, `face_area_of_frame`).
+///
+/// Why: a face's drive on face-selective cortex follows its size on the screen, and bars added
+/// around a picture (a 9:16 clip pillarboxed into 16:9) do not change that size. As a share of
+/// the active picture the same face read 3.2 times larger in the pillarboxed trailer.
+pub fn as_share_of_frame(per_second: &mut [[f32; FACE_FEATURES]], picture_share: f32) {
+    for second in per_second {
+        second[1] *= picture_share.clamp(0.0, 1.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +172,13 @@ mod tests {
         );
         assert_eq!(s, vec![[0.5, 0.1], [1.0, 0.2], [1.0, 0.2]]);
         assert_eq!(per_second(&[], 10, 2), vec![[0.0, 0.0]; 2]);
+    }
+
+    #[test]
+    fn face_area_becomes_a_share_of_the_frame_and_presence_is_unchanged() {
+        let mut s = vec![[1.0, 0.3], [0.5, 0.0]];
+        as_share_of_frame(&mut s, 0.25);
+        assert_eq!(s, vec![[1.0, 0.075], [0.5, 0.0]]);
     }
 
     #[test]

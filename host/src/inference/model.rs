@@ -77,6 +77,16 @@ pub struct Sampling {
     /// False in models without the `motion_energy` feature.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub motion_energy: bool,
+    /// v2.5: `contrast` and `edges` are read relative to the clip's luma range (its black and
+    /// white points, see `inference::picture`), so a brightness or levels change of the whole
+    /// clip does not move them. False before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub levels: bool,
+    /// v2.5: `face_area` is the share of the model's whole frame (the screen) that faces cover,
+    /// not of the active picture, so a face keeps its size when bars are added around the
+    /// picture. False before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub face_area_of_frame: bool,
 }
 
 /// The face detector's inputs: which cascade, on what frames, at what settings.

@@ -8,6 +8,14 @@
 //! frame is decoded), in the model's own frame geometry, so the decoder's padding and baked-in
 //! bars are found the same way. Rows and columns that never rise above [`BAR_LUMA`] on any
 //! keyframe are bars, as ffmpeg's `cropdetect` decides.
+//!
+//! The same pass reads the picture's **levels**: the spread of luma inside the active picture
+//! between its 1st and 99th percentiles over the keyframes, the clip's black and white points.
+//! v2.5 reads luminance contrast and edges relative to that range, as the visual system adapts
+//! to a scene's black and white (light adaptation and contrast gain control): a brightness or
+//! levels change of the whole clip, a different grade of the same picture, then leaves them
+//! where they were (measured on 24 s of the trailer at `eq=brightness=-0.25`: contrast fell to
+//! 0.77 and edges to 0.75 of the original as the dark end clipped).
 
 use super::features::Rect;
 use crate::media::decode::{DecodeError, DecodeSpec, VideoFrames};
@@ -16,13 +24,51 @@ use crate::media::decode::{DecodeError, DecodeSpec, VideoFrames};
 pub const BAR_LUMA: f64 = 24.0 / 255.0;
 /// Keyframes read at most (a bound for clips that are all keyframes).
 pub const MAX_KEYFRAMES: usize = 400;
+/// The narrowest luma range (0-1) a picture's levels are read as: a nearly flat clip (fog, a
+/// fade) is not stretched more than this allows, and a uniform field keeps contrast 0.
+pub const MIN_LUMA_RANGE: f32 = 0.2;
+/// The percentiles that bound the picture's levels (a few specular or noise pixels do not set
+/// them).
+const LEVEL_PERCENTILES: (f64, f64) = (0.01, 0.99);
 
-/// The active picture of `path` in `spec`'s frame geometry; the whole frame when nothing rises
-/// above the bar level (a black clip) or what does is smaller than the feature grid.
+/// The clip's picture in the model's frame: where it is, and its levels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Picture {
+    /// The active picture (bars excluded).
+    pub rect: Rect,
+    /// Luma between the 1st and 99th percentiles inside `rect` (0-1), at least
+    /// [`MIN_LUMA_RANGE`].
+    pub luma_range: f32,
+}
+
+impl Picture {
+    /// The whole frame, with the full luma range: what a failed look at the keyframes leaves.
+    #[must_use]
+    pub fn full(width: u32, height: u32) -> Self {
+        Self {
+            rect: Rect::full(width, height),
+            luma_range: 1.0,
+        }
+    }
+
+    /// The share of the `width x height` frame that the active picture covers.
+    #[must_use]
+    pub fn share_of(&self, width: u32, height: u32) -> f32 {
+        let frame = f64::from(width) * f64::from(height);
+        (f64::from(self.rect.width()) * f64::from(self.rect.height()) / frame.max(1.0)) as f32
+    }
+}
+
+/// The active picture of `path` in `spec`'s frame geometry and its levels; the whole frame
+/// when nothing rises above the bar level (a black clip) or what does is smaller than the
+/// feature grid.
 ///
 /// # Errors
 /// Decoding errors.
-pub async fn active_rect(path: &std::path::Path, spec: DecodeSpec) -> Result<Rect, DecodeError> {
+pub async fn active_picture(
+    path: &std::path::Path,
+    spec: DecodeSpec,
+) -> Result<Picture, DecodeError> {
     let mut frames = VideoFrames::open_keyframes(path, spec)?;
     let (w, h) = (spec.width as usize, spec.height as usize);
     let mut frame = vec![0u8; frames.frame_len()];
@@ -35,7 +81,11 @@ pub async fn active_rect(path: &std::path::Path, spec: DecodeSpec) -> Result<Rec
     if n < MAX_KEYFRAMES {
         frames.finish().await?;
     }
-    Ok(extent.rect())
+    let rect = extent.rect();
+    Ok(Picture {
+        rect,
+        luma_range: extent.luma_range(rect),
+    })
 }
 
 /// The brightest luma seen per row and per column.
@@ -44,6 +94,9 @@ struct Extent {
     h: usize,
     rows: Vec<f64>,
     cols: Vec<f64>,
+    /// Each keyframe's 8-bit luma, kept for the levels (at most [`MAX_KEYFRAMES`] frames of the
+    /// model's small geometry: 5.8 MB at 160 x 90).
+    lumas: Vec<Vec<u8>>,
 }
 
 impl Extent {
@@ -53,10 +106,12 @@ impl Extent {
             h,
             rows: vec![0.0; h],
             cols: vec![0.0; w],
+            lumas: Vec::new(),
         }
     }
 
     fn add(&mut self, rgb: &[u8]) {
+        self.lumas.push(super::faces::luma(rgb));
         for (i, px) in rgb.chunks_exact(3).enumerate() {
             let l =
                 (0.299 * f64::from(px[0]) + 0.587 * f64::from(px[1]) + 0.114 * f64::from(px[2]))
@@ -65,6 +120,35 @@ impl Extent {
             self.rows[y] = self.rows[y].max(l);
             self.cols[x] = self.cols[x].max(l);
         }
+    }
+
+    /// The spread between the 1st and 99th luma percentiles of the pixels inside `rect` over
+    /// every keyframe (0-1), at least [`MIN_LUMA_RANGE`]; the full range without keyframes.
+    fn luma_range(&self, rect: Rect) -> f32 {
+        let mut histogram = [0u64; 256];
+        for luma in &self.lumas {
+            for y in rect.y0 as usize..rect.y1 as usize {
+                for x in rect.x0 as usize..rect.x1 as usize {
+                    histogram[usize::from(luma[y * self.w + x])] += 1;
+                }
+            }
+        }
+        let total: u64 = histogram.iter().sum();
+        if total == 0 {
+            return 1.0;
+        }
+        let level = |q: f64| {
+            let rank = (q * total as f64).ceil().max(1.0) as u64;
+            let mut seen = 0;
+            for (v, count) in histogram.iter().enumerate() {
+                seen += count;
+                if seen >= rank {
+                    return v as f32;
+                }
+            }
+            255.0
+        };
+        ((level(LEVEL_PERCENTILES.1) - level(LEVEL_PERCENTILES.0)) / 255.0).max(MIN_LUMA_RANGE)
     }
 
     fn rect(&self) -> Rect {
@@ -125,5 +209,49 @@ mod tests {
         let mut thin = Extent::new(w, h);
         thin.add(&frame(w, h, |x, _| (70..80).contains(&x)));
         assert_eq!(thin.rect(), Rect::full(160, 90));
+    }
+
+    #[test]
+    fn levels_are_read_inside_the_picture_and_move_with_a_brightness_offset_only_by_clipping() {
+        // A horizontal luma ramp 40..=198 in the picture (columns 40..120), black bars around.
+        let (w, h) = (160, 90);
+        let ramp = |offset: i32| {
+            let mut f = vec![0u8; w * h * 3];
+            for y in 0..h {
+                for x in 40..120 {
+                    let v = (40 + (x - 40) * 2) as i32 + offset;
+                    let v = v.clamp(0, 255) as u8;
+                    f[(y * w + x) * 3..(y * w + x) * 3 + 3].copy_from_slice(&[v, v, v]);
+                }
+            }
+            f
+        };
+        let picture = Rect {
+            x0: 40,
+            y0: 0,
+            x1: 120,
+            y1: 90,
+        };
+        let range = |offset| {
+            let mut e = Extent::new(w, h);
+            e.add(&ramp(offset));
+            e.luma_range(picture)
+        };
+        // 1st to 99th percentile of 40..=198: 158 levels; the bars are not counted.
+        let base = range(0);
+        assert!((base - 158.0 / 255.0).abs() < 1e-6, "{base}");
+        // Shifted down by 30: the same spread (nothing clips), so contrast over it is unchanged.
+        assert!((range(-30) - base).abs() < 1e-6);
+        // Shifted down by 100: the dark third clips to black and the range shrinks with it,
+        // as the contrast and edges measured on the clipped picture do.
+        let clipped = range(-100);
+        assert!(
+            clipped < base * 0.7 && clipped > base * 0.5,
+            "{clipped} vs {base}"
+        );
+        // A flat grey field reads the floor, not 0.
+        let mut grey = Extent::new(w, h);
+        grey.add(&vec![128u8; w * h * 3]);
+        assert_eq!(grey.luma_range(grey.rect()), MIN_LUMA_RANGE);
     }
 }

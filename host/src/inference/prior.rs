@@ -383,6 +383,8 @@ pub fn default_sampling() -> Sampling {
         active_picture: false,
         faces: None,
         motion_energy: false,
+        levels: false,
+        face_area_of_frame: false,
     }
 }
 
@@ -626,6 +628,8 @@ pub fn default_sampling_v2() -> Sampling {
             min_neighbours: 3,
         }),
         motion_energy: true,
+        levels: true,
+        face_area_of_frame: true,
         ..default_sampling()
     }
 }

@@ -14,7 +14,8 @@ use super::features::{FRAME_FEATURES, HOP, HOP_FEATURES, LEAD, WINDOW};
 use super::gpu::{GpuContext, GpuError, StageTimes};
 use super::model::{Model, NETWORK_COUNT, Presence, TimeBase};
 use super::motion::{self, MotionBank};
-use super::{language, picture, v2};
+use super::picture::{self, Picture};
+use super::{language, v2};
 use crate::media::decode::{AudioSamples, DecodeError, DecodeSpec, VideoFrames, split_detail};
 use crate::media::probe::ProbeInfo;
 
@@ -119,6 +120,8 @@ pub struct Qualia {
 
 struct Stream<T> {
     values: Vec<f32>,
+    /// The active picture and its levels (video only).
+    picture: Option<Picture>,
     /// v2.4: the per-frame motion-energy feature (empty without it, and for audio).
     motion: Vec<f32>,
     count: usize,
@@ -185,18 +188,19 @@ impl Qualia {
             // v2 computes the visual features over the active picture only (see `picture`). A
             // failed look at the keyframes leaves the whole frame; the stream itself then says
             // what is wrong with the file.
-            let full = Rect::full(spec.width, spec.height);
+            let full = Picture::full(spec.width, spec.height);
             let started = Instant::now();
-            let rect = if self.model.manifest.sampling.active_picture {
-                picture::active_rect(path, spec).await.unwrap_or(full)
+            let picture = if self.model.manifest.sampling.active_picture {
+                picture::active_picture(path, spec).await.unwrap_or(full)
             } else {
                 full
             };
             let prepass = started.elapsed();
-            self.video(path, spec, limit, progress.clone(), rect)
+            self.video(path, spec, limit, progress.clone(), picture.rect)
                 .await
                 .map(|mut stream| {
                     stream.times.prepass += prepass;
+                    stream.picture = Some(picture);
                     Some(stream)
                 })
         };
@@ -281,14 +285,27 @@ impl Qualia {
         let (mut fv, mut hv) = (Vec::new(), Vec::new());
         let mut face_seconds = None;
         let mut motion_seconds = None;
+        let mut luma_range = 1.0;
         if let Some(v) = video {
+            let sampling = &self.model.manifest.sampling;
+            let picture = v.picture.unwrap_or(Picture::full(spec.width, spec.height));
             times.add(&v.times);
             fv = v.values;
-            if self.model.manifest.sampling.motion_energy {
+            if sampling.levels {
+                luma_range = picture.luma_range;
+            }
+            if sampling.motion_energy {
                 motion_seconds = Some(motion::per_second(&v.motion, spec.fps, seconds));
             }
             if self.faces.is_some() {
-                face_seconds = Some(faces::per_second(&v.extra, spec.fps, seconds));
+                let mut per_second = faces::per_second(&v.extra, spec.fps, seconds);
+                if sampling.face_area_of_frame {
+                    faces::as_share_of_frame(
+                        &mut per_second,
+                        picture.share_of(spec.width, spec.height),
+                    );
+                }
+                face_seconds = Some(per_second);
             }
         }
         if let Some(a) = audio {
@@ -346,6 +363,7 @@ impl Qualia {
                             face_seconds.as_deref().filter(|_| streams.video),
                             motion_seconds.as_deref().filter(|_| streams.video),
                             language.as_ref(),
+                            luma_range,
                         ),
                         presence,
                     )
@@ -435,6 +453,7 @@ impl Qualia {
         let mut prev: Option<Vec<u8>> = None;
         let mut out = Stream {
             values: Vec::new(),
+            picture: None,
             motion: Vec::new(),
             count: 0,
             times: StageTimes::default(),
@@ -492,8 +511,7 @@ impl Qualia {
                 let (motion, motion_t) = match &bank {
                     Some(b) => {
                         let (rows, t) = gpu.motion(&data, w, h, rect, b)?;
-                        let row = 1 + b.channel_count();
-                        (rows.chunks_exact(row).map(|r| r[0]).collect(), t)
+                        (b.features(&rows), t)
                     }
                     None => (Vec::new(), Duration::ZERO),
                 };
@@ -569,6 +587,7 @@ impl Qualia {
         let mut first_hop = 0usize;
         let mut out = Stream {
             values: Vec::new(),
+            picture: None,
             motion: Vec::new(),
             count: 0,
             times: StageTimes::default(),

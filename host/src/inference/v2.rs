@@ -35,7 +35,11 @@ const UNIFORM_CONTRAST: f32 = 0.01;
 
 /// The v2 per-second features, in the order `model.json` lists them.
 pub const FEATURES: [(&str, Modality, &str); 40] = [
-    ("contrast", Modality::Visual, "RMS contrast of luma"),
+    (
+        "contrast",
+        Modality::Visual,
+        "RMS contrast of luma over the clip's luma range (1st-99th percentile spread)",
+    ),
     (
         "colourfulness",
         Modality::Visual,
@@ -44,7 +48,7 @@ pub const FEATURES: [(&str, Modality, &str); 40] = [
     (
         "edges",
         Modality::Visual,
-        "mean Sobel gradient magnitude of luma",
+        "mean Sobel gradient magnitude of luma over the clip's luma range",
     ),
     (
         "flicker",
@@ -59,7 +63,7 @@ pub const FEATURES: [(&str, Modality, &str); 40] = [
     (
         "motion_energy",
         Modality::Visual,
-        "opponent motion energy of a spatio-temporal Gabor bank (pymoten's filters, 3 scales, 8 directions, 2 and 4 Hz) over the RMS lightness contrast, mean per second",
+        "opponent motion energy of a spatio-temporal Gabor bank (pymoten's filters, 3 scales, 8 directions, 2 and 4 Hz), Minkowski-pooled over positions (exponent 4), over the RMS lightness contrast, mean per second",
     ),
     (
         "cut",
@@ -84,7 +88,7 @@ pub const FEATURES: [(&str, Modality, &str); 40] = [
     (
         "face_area",
         Modality::Visual,
-        "share of the active picture that those faces cover, mean over the sampled frames",
+        "share of the whole frame (the screen) that those faces cover, mean over the sampled frames",
     ),
     (
         "loudness",
@@ -402,6 +406,10 @@ pub fn streams(
 /// the face features and motion energy (`None` without a picture) and the language features
 /// (`None` when speech was not analysed). Absent columns read 0 here and take the model's absent value in the
 /// response kernel.
+///
+/// `luma_range` is the clip's luma range (`picture::Picture::luma_range`, 1 for models before
+/// v2.5): `contrast` and `edges`, both linear in luma, are divided by it, so they read as they
+/// would on the picture stretched to its black and white points.
 #[must_use]
 pub fn derive(
     raw_v1: &[f32],
@@ -410,8 +418,10 @@ pub fn derive(
     faces: Option<&[[f32; FACE_FEATURES]]>,
     motion: Option<&[f32]>,
     language: Option<&LanguageFeatures>,
+    luma_range: f32,
 ) -> Vec<f32> {
     let f1 = FEATURE_COUNT;
+    let levels = 1.0 / luma_range.max(super::picture::MIN_LUMA_RANGE.min(1.0));
     let seconds = raw_v1.len() / f1;
     let reference = streams.loudness_dbfs.unwrap_or(FLOOR_DBFS);
     let relative = |t: usize| {
@@ -427,9 +437,10 @@ pub fn derive(
     for t in 0..seconds {
         let r = &raw_v1[t * f1..(t + 1) * f1];
         let col = |name: &str| r[v1(name)];
-        for name in ["contrast", "colourfulness", "edges", "motion"] {
-            out.push(col(name));
-        }
+        out.push(col("contrast") * levels);
+        out.push(col("colourfulness"));
+        out.push(col("edges") * levels);
+        out.push(col("motion"));
         out.push(col("motion_coarse"));
         out.push(motion.and_then(|m| m.get(t).copied()).unwrap_or(0.0));
         for name in ["cut", "saliency", "luma_change"] {
@@ -543,8 +554,8 @@ mod tests {
         let loud = [-18.0, -24.0];
         let quiet = [-38.0, -44.0];
         let s = |l: &[f64]| streams(&raw, l, false, true, false, None);
-        let a = derive(&raw, &loud, &s(&loud), None, None, None);
-        let b = derive(&quiet_raw, &quiet, &s(&quiet), None, None, None);
+        let a = derive(&raw, &loud, &s(&loud), None, None, None, 1.0);
+        let b = derive(&quiet_raw, &quiet, &s(&quiet), None, None, None, 1.0);
         for (k, (x, y)) in a.iter().zip(&b).enumerate() {
             assert!(
                 (x - y).abs() < 1e-4,
@@ -577,6 +588,7 @@ mod tests {
             Some(&[[0.0; FACE_FEATURES]]),
             Some(&[0.0]),
             Some(&words),
+            0.5,
         );
         for (k, (name, _, _)) in FEATURES.iter().enumerate() {
             if let Some(v) = no_drive(name) {
