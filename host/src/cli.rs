@@ -45,6 +45,19 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::plugins::commands::PluginCommand,
     },
+    /// Print a shell completion script to stdout, e.g.
+    /// `brainscan completions bash > /etc/bash_completion.d/brainscan`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout, or with `--out DIR` write one page per command
+    /// (`brainscan.1`, `brainscan-scan.1`, ...).
+    Man {
+        /// Folder to write every command's page into.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
     /// Organisations, API keys and wallets.
     Admin {
         #[command(flatten)]

@@ -234,7 +234,12 @@ async fn resolve(input: &str, fetch: &FetchConfig) -> anyhow::Result<Input> {
     }
     let path = PathBuf::from(input);
     if !path.is_file() {
-        bail!("{input}: no such file");
+        // An io::Error, so the one-line report says `not_found` (see `cli_error`).
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{input}: no such file"),
+        )
+        .into());
     }
     Ok(Input { path, _temp: None })
 }

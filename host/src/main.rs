@@ -19,9 +19,26 @@ fn init_tracing(json: bool) {
     }
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // Before the runtime's threads exist: it sets a process-wide environment variable.
+    brainscan::runtime_dir::ensure();
+    let outcome = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| runtime.block_on(run(cli)));
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // One line with a stable code (see `cli_error`), not the Debug form and backtrace.
+            eprintln!("{}", brainscan::cli_error::one_line(&e));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(config) => {
             init_tracing(config.http.log_json);
@@ -58,6 +75,23 @@ async fn main() -> anyhow::Result<()> {
             init_tracing(false);
             std::fs::create_dir_all(&store.data_dir)?;
             brainscan::plugins::commands::run(store, plugins, command).await
+        }
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "brainscan", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man { out } => {
+            let command = <Cli as clap::CommandFactory>::command();
+            match out {
+                Some(dir) => {
+                    std::fs::create_dir_all(&dir)?;
+                    clap_mangen::generate_to(command, &dir)?;
+                    println!("wrote the man pages to {}", dir.display());
+                }
+                None => clap_mangen::Man::new(command).render(&mut std::io::stdout())?,
+            }
+            Ok(())
         }
         Command::Admin { store, command } => {
             std::fs::create_dir_all(&store.data_dir)?;

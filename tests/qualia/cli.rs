@@ -45,8 +45,89 @@ fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {
         assert!(rows[3][name].as_f64().expect(name).is_finite());
     }
     let table = ok(&brainscan(&["scan", clip.to_str().expect("utf8")]));
-    assert!(table.contains("qualia-2.4.0"), "{table}");
+    assert!(table.contains("qualia-2.5.0"), "{table}");
     assert_eq!(table.lines().count(), 2 + 6, "{table}");
+}
+
+/// A direct run prints the result and nothing else (issue: the local CLI, point 3). Without
+/// `XDG_RUNTIME_DIR`, Mesa's lavapipe warns on stderr unless the binary provides a private
+/// runtime folder; a failure is one line with a stable code, not a backtrace, even with
+/// `RUST_BACKTRACE` set.
+#[test]
+fn a_direct_run_prints_only_the_result_and_an_error_is_one_line() {
+    let clip = real_media().join("bigbuckbunny.mp4");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_brainscan"))
+            .args(args)
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("BRAINSCAN_MODEL_DIR")
+            .env_remove("BRAINSCAN_LOG")
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .expect("brainscan runs")
+    };
+    let out = run(&["scan", clip.to_str().expect("utf8"), "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "stray stderr");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("only JSON on stdout");
+    assert_eq!(doc["seconds"], 6);
+
+    let out = run(&["scan", "/nonexistent/clip.mp4"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err, "error[not_found]: /nonexistent/clip.mp4: no such file\n",
+        "one line with its code"
+    );
+    assert!(out.stdout.is_empty());
+
+    let out = run(&[
+        "scan",
+        clip.to_str().expect("utf8"),
+        "--models-dir",
+        "/nonexistent/models",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error[not_found]: ") && err.contains("scripts/fetch-models"),
+        "{err}"
+    );
+}
+
+/// Shell completions and man pages are generated from the clap definitions, so every command
+/// is in them (a command added without them would be missing from neither).
+#[test]
+fn completions_and_man_pages_list_every_command() {
+    let commands = [
+        "serve", "scan", "features", "model", "bench", "plugin", "admin",
+    ];
+    for (shell, marker) in [
+        ("bash", "_brainscan()"),
+        ("zsh", "#compdef brainscan"),
+        ("fish", "complete -c brainscan"),
+    ] {
+        let script = ok(&brainscan(&["completions", shell]));
+        assert!(script.contains(marker), "{shell}: {marker}");
+        for c in commands {
+            assert!(script.contains(c), "{shell} completions lack {c}");
+        }
+    }
+    let bad = brainscan(&["completions", "cmd.exe"]);
+    assert!(!bad.status.success());
+    let page = ok(&brainscan(&["man"]));
+    assert!(page.contains(".TH brainscan 1"), "{page}");
+    for c in commands {
+        assert!(page.contains(c), "the man page lacks {c}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    ok(&brainscan(&[
+        "man",
+        "--out",
+        dir.path().to_str().expect("utf8"),
+    ]));
+    let scan = std::fs::read_to_string(dir.path().join("brainscan-scan.1")).expect("scan page");
+    assert!(scan.contains("max\\-duration"), "{scan}");
 }
 
 #[test]
