@@ -138,9 +138,43 @@ async fn the_statuses_schemathesis_found_undocumented_are_documented() {
     let (s, e) = send(Some("application/json"), "{not json").await;
     assert_eq!(s, 400, "{e}");
     assert_valid(&doc, "/api/v1/analyze", "post", s, &e);
-    // input.type is an enum in the schema, and what is outside it is refused.
-    let input = &doc["components"]["schemas"]["InputType"]["enum"];
-    assert_eq!(input, &json!(["video", "audio", "url"]), "{input}");
+    // input is exactly one of its three shapes: the document accepts what the server accepts
+    // and refuses the bodies the server must refuse (schemathesis's "schema-valid request
+    // rejected" came from the old schema of optional strings).
+    let mut input = doc["components"]["schemas"]["CreateScanBody"]["properties"]["input"].clone();
+    input["components"] = doc["components"].clone();
+    let input = jsonschema::draft202012::new(&input).expect("input schema compiles");
+    let u = "https://cdn.example.com/a.mp4";
+    for ok in [
+        json!({"type": "video", "video_url": u}),
+        json!({"type": "video", "url": u}),
+        json!({"type": "audio", "audio_url": u}),
+        json!({"type": "url", "url": u, "modality": "audio"}),
+        json!({"type": "url", "url": u, "text": "ignored"}),
+    ] {
+        assert!(input.is_valid(&ok), "refused {ok}");
+    }
+    for bad in [
+        json!({"type": "video"}),
+        json!({"type": "video", "video_url": ""}),
+        json!({"type": "audio", "video_url": u}),
+        json!({"type": "url", "video_url": u}),
+        json!({"type": "url", "url": "ftp://example.com/a.mp4"}),
+        json!({"type": "url", "url": "https://user:pw@example.com/a.mp4"}),
+        json!({"type": "url", "url": u, "modality": "smell"}),
+        json!({"type": "banana", "url": u}),
+        json!({"url": u}),
+    ] {
+        assert!(!input.is_valid(&bad), "accepted {bad}");
+    }
+    for bad in [
+        json!({"type": "video"}),
+        json!({"type": "video", "video_url": ""}),
+        json!({"type": "url", "video_url": u}),
+    ] {
+        let (s, e) = t.post(&org, "/scans", &json!({ "input": bad })).await;
+        assert_eq!(s.as_u16(), 400, "{bad}: {e}");
+    }
     let schemas = &doc["components"]["schemas"];
     assert_eq!(schemas["ModelName"]["enum"], json!(["qualia", "mary"]));
     assert_eq!(schemas["Granularity"]["enum"], json!(["second"]));

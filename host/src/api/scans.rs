@@ -30,6 +30,8 @@ use crate::store::scans::{CreateOutcome, IdempotencyClaim, NewScan};
 /// Body of `POST /scans`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct CreateScanBody {
+    /// What to scan: one of three shapes (see [`input_schema`]).
+    #[schema(schema_with = input_schema)]
     pub input: InputBody,
     /// `qualia` (default) or `mary`; every scan runs on qualia.
     #[schema(value_type = Option<ModelName>)]
@@ -63,32 +65,12 @@ pub enum Granularity {
     Second,
 }
 
-/// The values `input.type` accepts (the schema's enum; the body is read as a string so that
-/// any other value gets our own 400 with `field: input`).
-#[derive(ToSchema)]
-#[schema(rename_all = "lowercase")]
-#[allow(dead_code)]
-pub enum InputType {
-    Video,
-    Audio,
-    Url,
-}
-
-/// The values `input.modality` accepts (`image` is refused as `unsupported_input`).
-#[derive(ToSchema)]
-#[schema(rename_all = "lowercase")]
-#[allow(dead_code)]
-pub enum InputModality {
-    Video,
-    Audio,
-    Image,
-}
-
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+/// `input` as read: every field optional, so that a wrong body gets a 400 naming its field.
+/// Its documented schema is [`input_schema`].
+#[derive(Debug, Clone, Deserialize)]
 pub struct InputBody {
     /// `video`, `audio` or `url`.
     #[serde(rename = "type")]
-    #[schema(value_type = Option<InputType>)]
     pub kind: Option<String>,
     pub url: Option<String>,
     pub video_url: Option<String>,
@@ -96,8 +78,94 @@ pub struct InputBody {
     /// Text input is not supported (answers 400 `unsupported_input`).
     pub text: Option<String>,
     /// With type `url`: `video` (default), `audio` or `image` (unsupported).
-    #[schema(value_type = Option<InputModality>)]
     pub modality: Option<String>,
+}
+
+/// The exact schema of `input`, for clients and schema-driven testers: one of three shapes,
+/// each saying which URL field it needs, and what a URL must look like (http or https, a host,
+/// no credentials, at most [`scan::MAX_URL_LEN`] characters, as [`scan::check_url`] checks).
+///
+/// Why by hand: the body is read leniently (`InputBody`, every field optional) so that a wrong
+/// body gets our own 400 naming the field; the derived schema of that struct said "an object
+/// of optional strings", which accepts bodies the server must refuse (a `video` input without a
+/// URL, an empty URL).
+#[must_use]
+pub fn input_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::openapi::schema::{AnyOfBuilder, ObjectBuilder, OneOfBuilder, SchemaFormat, Type};
+    let url = |what: &str| {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::Custom("uri".into())))
+            .pattern(Some(r"^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\s]+([/?#].*)?$"))
+            .min_length(Some(8))
+            .max_length(Some(scan::MAX_URL_LEN))
+            .description(Some(what))
+    };
+    let kind = |value: &str| {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some([value]))
+    };
+    let text = || {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some("Text input is not supported; ignored next to a URL."))
+    };
+    let either = |named: &str| {
+        AnyOfBuilder::new()
+            .item(ObjectBuilder::new().required(named))
+            .item(ObjectBuilder::new().required("url"))
+    };
+    let video = ObjectBuilder::new()
+        .title(Some("VideoInput"))
+        .property("type", kind("video"))
+        .property("video_url", url("Public video URL."))
+        .property("url", url("Fallback when video_url is absent."))
+        .property("text", text())
+        .required("type")
+        .description(Some("A video: video_url, or url."));
+    let audio = ObjectBuilder::new()
+        .title(Some("AudioInput"))
+        .property("type", kind("audio"))
+        .property("audio_url", url("Public audio URL."))
+        .property("url", url("Fallback when audio_url is absent."))
+        .property("text", text())
+        .required("type")
+        .description(Some("Audio: audio_url, or url."));
+    let asset = ObjectBuilder::new()
+        .title(Some("UrlInput"))
+        .property("type", kind("url"))
+        .property("url", url("Public asset URL."))
+        .property(
+            "modality",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(["video", "audio", "image"]))
+                .description(Some(
+                    "Default video. image is refused with 400 unsupported_input.",
+                )),
+        )
+        .property("text", text())
+        .required("type")
+        .required("url")
+        .description(Some("A URL with a modality hint."));
+    OneOfBuilder::new()
+        .item(
+            utoipa::openapi::schema::AllOfBuilder::new()
+                .item(video)
+                .item(either("video_url")),
+        )
+        .item(
+            utoipa::openapi::schema::AllOfBuilder::new()
+                .item(audio)
+                .item(either("audio_url")),
+        )
+        .item(asset)
+        .description(Some(
+            "Content to analyse: a video or audio URL (the spec's input.type, input.url, \
+             input.video_url, input.audio_url, input.modality).",
+        ))
+        .into()
 }
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
