@@ -6,7 +6,7 @@
 //!   probes: attention must no longer mirror purchase intent and manipulation (asserted). The
 //!   issue's two requirements are pinned at their measured values, so the card cannot go
 //!   stale: the participation ratio of the four (pooled within-clip) was 2.65 with qualia
-//!   2.1.0, meeting ≥ 2.5, and is 2.31 with 2.4.0 (2.38 with 2.3.0, 2.18 with 2.2.0), NOT meeting
+//!   2.1.0, meeting ≥ 2.5, and is 2.31 with 2.4.0 and 2.5.0 (2.38 with 2.3.0, 2.18 with 2.2.0), NOT meeting
 //!   it, because the face features
 //!   move Limbic in picture-only clips and memory, purchase intent and manipulation all read
 //!   Limbic; the pairwise requirement (no pair above |r| = 0.8 in any clip) is NOT met either
@@ -203,7 +203,7 @@ async fn lens_independence_is_measured_and_pinned() {
     // The participation-ratio requirement (four lenses carry at least 2.5 dimensions of the
     // clips' within-clip variation; v1 carried 1.3-1.6): met by 2.1.0 (2.65), not by 2.2.0
     // (2.18), whose face features drive Limbic, which three of the four lenses read, nor by
-    // 2.3.0 (2.38), nor by 2.4.0 (2.31). Pinned as the card states it.
+    // 2.3.0 (2.38), nor by 2.4.0 and 2.5.0 (2.31). Pinned as the card states it.
     assert!(
         (pr - 2.31).abs() < 0.05,
         "participation ratio {pr:.2}: the card says 2.31 (requirement 2.5, not met); update it"
