@@ -167,6 +167,34 @@ async fn the_statuses_schemathesis_found_undocumented_are_documented() {
     ] {
         assert!(!input.is_valid(&bad), "accepted {bad}");
     }
+    // webhook_url and Idempotency-Key say what the server accepts too (schemathesis found both).
+    let mut hook =
+        doc["components"]["schemas"]["CreateScanBody"]["properties"]["webhook_url"].clone();
+    hook["components"] = doc["components"].clone();
+    let hook = jsonschema::draft202012::new(&hook).expect("webhook schema compiles");
+    for ok in [
+        json!(null),
+        json!(""),
+        json!("  "),
+        json!("https://hooks.example.com/x"),
+    ] {
+        assert!(hook.is_valid(&ok), "refused webhook_url {ok}");
+    }
+    for bad in [json!("ÀÉ"), json!("ftp://h/x"), json!("https://u:p@h/x")] {
+        assert!(!hook.is_valid(&bad), "accepted webhook_url {bad}");
+    }
+    let key = doc["paths"]["/api/v1/scans"]["post"]["parameters"]
+        .as_array()
+        .expect("parameters")
+        .iter()
+        .find(|p| p["name"] == "Idempotency-Key")
+        .expect("Idempotency-Key documented")["schema"]
+        .clone();
+    let key = jsonschema::draft202012::new(&key).expect("header schema compiles");
+    assert!(key.is_valid(&json!("order-42")));
+    for bad in [json!(""), json!("with space"), json!("x".repeat(256))] {
+        assert!(!key.is_valid(&bad), "accepted Idempotency-Key {bad}");
+    }
     for bad in [
         json!({"type": "video"}),
         json!({"type": "video", "video_url": ""}),

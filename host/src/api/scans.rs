@@ -45,6 +45,7 @@ pub struct CreateScanBody {
     pub granularity: Option<String>,
     pub options: Option<OptionsBody>,
     /// Receives the completed scan by a signed POST; best-effort, retried.
+    #[schema(schema_with = webhook_url_schema)]
     pub webhook_url: Option<String>,
 }
 
@@ -81,6 +82,27 @@ pub struct InputBody {
     pub modality: Option<String>,
 }
 
+/// What a client may send as an asset or webhook URL: http or https, a host, no credentials,
+/// at most [`scan::MAX_URL_LEN`] characters, as [`scan::check_url`] requires.
+const URL_PATTERN: &str = r"^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\s]+([/?#].*)?$";
+
+/// `webhook_url`: null, blank (no webhook, as the server reads it) or a URL as for the input.
+/// Addresses the SSRF guard refuses (private, loopback) are still refused with 400
+/// `url_not_allowed`: a schema cannot say which hosts resolve where.
+#[must_use]
+pub fn webhook_url_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .pattern(Some(format!(r"^\s*$|{URL_PATTERN}")))
+        .max_length(Some(scan::MAX_URL_LEN))
+        .description(Some(
+            "Receives the completed scan by a signed POST; best-effort, retried. Blank or \
+             null: no webhook.",
+        ))
+        .into()
+}
+
 /// The exact schema of `input`, for clients and schema-driven testers: one of three shapes,
 /// each saying which URL field it needs, and what a URL must look like (http or https, a host,
 /// no credentials, at most [`scan::MAX_URL_LEN`] characters, as [`scan::check_url`] checks).
@@ -96,7 +118,7 @@ pub fn input_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>
         ObjectBuilder::new()
             .schema_type(Type::String)
             .format(Some(SchemaFormat::Custom("uri".into())))
-            .pattern(Some(r"^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\s]+([/?#].*)?$"))
+            .pattern(Some(URL_PATTERN))
             .min_length(Some(8))
             .max_length(Some(scan::MAX_URL_LEN))
             .description(Some(what))
@@ -409,7 +431,7 @@ const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 #[utoipa::path(
     post, path = "/api/v1/scans", tag = "scans",
     request_body = CreateScanBody,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first answer for 24 h; a different body with the same key answers 409.")),
+    params(("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = r"^[!-~]+$", description = "1-255 visible ASCII characters. Replays the first answer for 24 h; a different body with the same key answers 409.")),
     responses(
         (status = 202, description = "Accepted and queued", body = CreatedScan),
         (status = 400, description = "Invalid body, unsupported input (text, image) or a refused URL", body = ErrorBody),
