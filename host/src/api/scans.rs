@@ -103,6 +103,13 @@ pub fn webhook_url_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::S
         .into()
 }
 
+/// `input.type` fixed to one value: the discriminator of each shape of [`input_schema`].
+fn kind_schema(value: &str) -> utoipa::openapi::schema::ObjectBuilder {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some([value]))
+}
+
 /// The exact schema of `input`, for clients and schema-driven testers: one of three shapes,
 /// each saying which URL field it needs, and what a URL must look like (http or https, a host,
 /// no credentials, at most [`scan::MAX_URL_LEN`] characters, as [`scan::check_url`] checks).
@@ -113,7 +120,9 @@ pub fn webhook_url_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::S
 /// URL, an empty URL).
 #[must_use]
 pub fn input_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-    use utoipa::openapi::schema::{AnyOfBuilder, ObjectBuilder, OneOfBuilder, SchemaFormat, Type};
+    use utoipa::openapi::schema::{
+        AllOfBuilder, AnyOfBuilder, ObjectBuilder, OneOfBuilder, SchemaFormat, Type,
+    };
     let url = |what: &str| {
         ObjectBuilder::new()
             .schema_type(Type::String)
@@ -123,40 +132,31 @@ pub fn input_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>
             .max_length(Some(scan::MAX_URL_LEN))
             .description(Some(what))
     };
-    let kind = |value: &str| {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .enum_values(Some([value]))
-    };
     let text = || {
         ObjectBuilder::new()
             .schema_type(Type::String)
             .description(Some("Text input is not supported; ignored next to a URL."))
     };
-    let either = |named: &str| {
-        AnyOfBuilder::new()
-            .item(ObjectBuilder::new().required(named))
-            .item(ObjectBuilder::new().required("url"))
+    // A video or audio input: its own URL field, or `url` as the fallback (at least one).
+    let media = |kind: &str, title: &str, description: &str| {
+        let named = format!("{kind}_url");
+        let shape = ObjectBuilder::new()
+            .title(Some(title))
+            .property("type", kind_schema(kind))
+            .property(named.as_str(), url(&format!("Public {kind} URL.")))
+            .property("url", url(&format!("Fallback when {named} is absent.")))
+            .property("text", text())
+            .required("type")
+            .description(Some(description));
+        AllOfBuilder::new().item(shape).item(
+            AnyOfBuilder::new()
+                .item(ObjectBuilder::new().required(named))
+                .item(ObjectBuilder::new().required("url")),
+        )
     };
-    let video = ObjectBuilder::new()
-        .title(Some("VideoInput"))
-        .property("type", kind("video"))
-        .property("video_url", url("Public video URL."))
-        .property("url", url("Fallback when video_url is absent."))
-        .property("text", text())
-        .required("type")
-        .description(Some("A video: video_url, or url."));
-    let audio = ObjectBuilder::new()
-        .title(Some("AudioInput"))
-        .property("type", kind("audio"))
-        .property("audio_url", url("Public audio URL."))
-        .property("url", url("Fallback when audio_url is absent."))
-        .property("text", text())
-        .required("type")
-        .description(Some("Audio: audio_url, or url."));
     let asset = ObjectBuilder::new()
         .title(Some("UrlInput"))
-        .property("type", kind("url"))
+        .property("type", kind_schema("url"))
         .property("url", url("Public asset URL."))
         .property(
             "modality",
@@ -172,16 +172,8 @@ pub fn input_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>
         .required("url")
         .description(Some("A URL with a modality hint."));
     OneOfBuilder::new()
-        .item(
-            utoipa::openapi::schema::AllOfBuilder::new()
-                .item(video)
-                .item(either("video_url")),
-        )
-        .item(
-            utoipa::openapi::schema::AllOfBuilder::new()
-                .item(audio)
-                .item(either("audio_url")),
-        )
+        .item(media("video", "VideoInput", "A video: video_url, or url."))
+        .item(media("audio", "AudioInput", "Audio: audio_url, or url."))
         .item(asset)
         .description(Some(
             "Content to analyse: a video or audio URL (the spec's input.type, input.url, \

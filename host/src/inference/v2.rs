@@ -421,7 +421,7 @@ pub fn derive(
     luma_range: f32,
 ) -> Vec<f32> {
     let f1 = FEATURE_COUNT;
-    let levels = 1.0 / luma_range.max(super::picture::MIN_LUMA_RANGE.min(1.0));
+    let levels = 1.0 / luma_range.max(super::picture::MIN_LUMA_RANGE);
     let seconds = raw_v1.len() / f1;
     let reference = streams.loudness_dbfs.unwrap_or(FLOOR_DBFS);
     let relative = |t: usize| {
