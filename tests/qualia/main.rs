@@ -13,3 +13,4 @@ mod robustness;
 mod shaders;
 mod support;
 mod v2;
+mod validity;
