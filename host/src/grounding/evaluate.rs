@@ -2,6 +2,15 @@
 //! baselines, the ridge-toward-the-prior fit with nested cross-validation, and the
 //! leave-one-subject-out noise ceiling.
 //!
+//! Two correlations are reported for every predictor. **Whole series**: Pearson r over all
+//! rows (the pre-registered measure). **Within block**: the mean over the outer
+//! cross-validation blocks of the r inside each block. The fitted readout is a different model
+//! in each outer fold, each with its own intercept and gain, so its held-out predictions can
+//! only be scored within block (up to 2.5.0 they were concatenated and scored whole, which put
+//! the folds' offsets into the score: the prior itself, refitted only in gain, scored 0.2 below
+//! its own zero-shot r that way). Within-block r also leaves out the slow drift and the story's
+//! onset, so it asks whether a predictor tracks the second-to-second response.
+//!
 //! Targets may be sampled more coarsely than the model's one-second grid (fMRI volumes): each
 //! target row names its start second and duration, and the model's BOLD-time prediction (and
 //! the design matrix) is averaged over that span.
@@ -17,7 +26,22 @@ use crate::inference::model::{Model, NETWORK_COUNT, Presence, TimeBase};
 use crate::result::NETWORKS;
 
 /// λ grid for ridge toward the prior (features are z-scored and convolved, so λ is in rows).
-pub const LAMBDAS: [f64; 8] = [1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0];
+/// The last, infinite λ is the prior's pattern with only its gain fitted: the inner
+/// cross-validation may decide that fitting does not help.
+pub const LAMBDAS: [f64; 12] = [
+    1.0,
+    3.0,
+    10.0,
+    30.0,
+    100.0,
+    300.0,
+    1000.0,
+    3000.0,
+    10_000.0,
+    30_000.0,
+    100_000.0,
+    f64::INFINITY,
+];
 /// Outer folds of the nested cross-validation: contiguous blocks.
 pub const OUTER_FOLDS: usize = 5;
 /// Inner folds (within each outer training set) that choose λ.
@@ -190,6 +214,9 @@ pub fn ridge_to_prior(
 ) -> anyhow::Result<(DVector<f64>, f64)> {
     let xm = x.row_mean();
     let ym = y.mean();
+    if lambda.is_infinite() {
+        return Ok((w0.clone(), ym - (&xm * w0)[(0, 0)]));
+    }
     let mut xc = x.clone();
     for mut r in xc.row_iter_mut() {
         r -= &xm;
@@ -210,6 +237,21 @@ pub fn ridge_to_prior(
 /// Contiguous blocks: the fold of each row.
 fn blocks(rows: usize, folds: usize) -> Vec<usize> {
     (0..rows).map(|i| i * folds / rows).collect()
+}
+
+/// Mean over the outer blocks of the correlation inside each block.
+#[must_use]
+pub fn within_block_r(prediction: &[f64], truth: &[f64]) -> f64 {
+    let fold_of = blocks(truth.len(), OUTER_FOLDS);
+    (0..OUTER_FOLDS)
+        .map(|fold| {
+            let rows: Vec<usize> = (0..truth.len()).filter(|i| fold_of[*i] == fold).collect();
+            let p: Vec<f64> = rows.iter().map(|i| prediction[*i]).collect();
+            let t: Vec<f64> = rows.iter().map(|i| truth[*i]).collect();
+            pearson(&p, &t)
+        })
+        .sum::<f64>()
+        / OUTER_FOLDS as f64
 }
 
 /// Training rows for held-out block `fold`: every row of another block, at least `gap` rows away
@@ -309,13 +351,18 @@ pub fn nested_fit(
 pub struct TargetReport {
     pub target: String,
     pub network: String,
-    /// The model as shipped, nothing fitted on these data.
+    /// The model as shipped, nothing fitted on these data (whole series).
     pub zero_shot_r: f64,
-    /// Ridge toward the prior, nested CV, held-out.
+    /// The same, within block.
+    pub zero_shot_block_r: f64,
+    /// Ridge toward the prior, nested CV, held-out, within block.
     pub fitted_r: f64,
+    /// λ per outer fold (`null` in JSON is the prior with its gain fitted, λ = ∞).
     pub fitted_lambdas: Vec<f64>,
-    /// Single-feature baselines (HRF-convolved like the model), by feature name.
+    /// Single-feature baselines (HRF-convolved like the model), by feature name (whole series).
     pub baselines: Vec<(String, f64)>,
+    /// The same, within block.
+    pub baselines_block: Vec<(String, f64)>,
     /// Leave-one-subject-out ISC, when subject-level targets were given.
     pub ceiling: Option<f64>,
 }
@@ -327,8 +374,10 @@ pub struct Report {
     pub rows: usize,
     pub targets: Vec<TargetReport>,
     pub mean_zero_shot_r: f64,
+    pub mean_zero_shot_block_r: f64,
     pub mean_fitted_r: f64,
     pub mean_baselines: Vec<(String, f64)>,
+    pub mean_baselines_block: Vec<(String, f64)>,
     pub mean_ceiling: Option<f64>,
 }
 
@@ -388,46 +437,56 @@ pub fn evaluate(
         let w0 =
             DVector::from_iterator(f, (0..f).map(|k| f64::from(model.weights[network * f + k])));
         let (pred, lambdas) = nested_fit(&d.x, &DVector::from_vec(y.clone()), &w0)?;
-        let baselines = BASELINES
-            .iter()
-            .filter_map(|name| {
-                let k = model.features.iter().position(|x| x == name)?;
-                let col: Vec<f64> = d.x.column(k).iter().copied().collect();
-                Some(((*name).to_owned(), pearson(&col, &y)))
-            })
-            .collect();
+        let baseline = |score: fn(&[f64], &[f64]) -> f64| -> Vec<(String, f64)> {
+            BASELINES
+                .iter()
+                .filter_map(|name| {
+                    let k = model.features.iter().position(|x| x == name)?;
+                    let col: Vec<f64> = d.x.column(k).iter().copied().collect();
+                    Some(((*name).to_owned(), score(&col, &y)))
+                })
+                .collect()
+        };
         let ceiling = (!subjects.is_empty())
             .then(|| loso_isc(&subjects.iter().map(|s| s.column(c)).collect::<Vec<_>>()));
         reports.push(TargetReport {
             target: label.clone(),
             network: NETWORKS[*network].to_owned(),
             zero_shot_r: pearson(&zero, &y),
-            fitted_r: pearson(&pred, &y),
+            zero_shot_block_r: within_block_r(&zero, &y),
+            fitted_r: within_block_r(&pred, &y),
             fitted_lambdas: lambdas,
-            baselines,
+            baselines: baseline(pearson),
+            baselines_block: baseline(within_block_r),
             ceiling,
         });
     }
     let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let mean_baselines = BASELINES
-        .iter()
-        .filter(|name| model.features.iter().any(|x| x == *name))
-        .map(|name| {
-            let v = reports
-                .iter()
-                .filter_map(|r| r.baselines.iter().find(|b| b.0 == *name).map(|b| b.1))
-                .collect();
-            ((*name).to_owned(), mean(v))
-        })
-        .collect();
+    let mean_of = |pick: fn(&TargetReport) -> &Vec<(String, f64)>| -> Vec<(String, f64)> {
+        BASELINES
+            .iter()
+            .filter(|name| model.features.iter().any(|x| x == *name))
+            .map(|name| {
+                let v = reports
+                    .iter()
+                    .filter_map(|r| pick(r).iter().find(|b| b.0 == *name).map(|b| b.1))
+                    .collect();
+                ((*name).to_owned(), mean(v))
+            })
+            .collect()
+    };
+    let mean_baselines = mean_of(|r| &r.baselines);
+    let mean_baselines_block = mean_of(|r| &r.baselines_block);
     Ok(Report {
         model: model.id(),
         rows: targets.values.len(),
         mean_zero_shot_r: mean(reports.iter().map(|r| r.zero_shot_r).collect()),
+        mean_zero_shot_block_r: mean(reports.iter().map(|r| r.zero_shot_block_r).collect()),
         mean_fitted_r: mean(reports.iter().map(|r| r.fitted_r).collect()),
         mean_ceiling: (!subjects.is_empty())
             .then(|| mean(reports.iter().filter_map(|r| r.ceiling).collect())),
         mean_baselines,
+        mean_baselines_block,
         targets: reports,
     })
 }
@@ -452,6 +511,27 @@ mod tests {
             (w[0] - 1.0).abs() < 1e-6 && (w[1] + 2.0).abs() < 1e-6,
             "{w}"
         );
+    }
+
+    #[test]
+    fn an_infinite_lambda_is_the_prior_and_the_fit_is_scored_within_block() {
+        let x = DMatrix::from_fn(40, 2, |i, k| ((i * (k + 2)) % 5) as f64);
+        let y = DVector::from_fn(40, |i, _| x[(i, 0)] + 100.0);
+        let w0 = DVector::from_vec(vec![2.0, 0.0]);
+        let (w, b) = ridge_to_prior(&x, &y, &w0, f64::INFINITY).expect("ridge");
+        assert_eq!(w, w0);
+        // The intercept centres the prior's prediction on the target.
+        let pred = &x * &w;
+        assert!((pred.mean() + b - y.mean()).abs() < 1e-9);
+        // Each block offset by its own constant: whole-series r suffers, within-block r not.
+        let truth: Vec<f64> = (0..100).map(|i| (f64::from(i) * 0.7).sin()).collect();
+        let shifted: Vec<f64> = truth
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t + 10.0 * (i * OUTER_FOLDS / 100) as f64)
+            .collect();
+        assert!((within_block_r(&shifted, &truth) - 1.0).abs() < 1e-9);
+        assert!(pearson(&shifted, &truth) < 0.2);
     }
 
     #[test]
