@@ -104,7 +104,7 @@ pub enum ModelCommand {
         corpus: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
-        #[arg(long, default_value = "2.5.0")]
+        #[arg(long, default_value = "2.6.0")]
         version: String,
         /// Model format: 2 (v2 features, the default) or 1 (v1 features).
         #[arg(long, default_value_t = 2)]
@@ -591,7 +591,12 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
                 let embedder = crate::embed::Embedder::load(
                     &crate::speech::ModelPaths::under(&models_dir).embedder,
                 )?;
-                let axes = crate::inference::language::axis_directions(&embedder)?;
+                let axes = crate::inference::language::semantic_axes(&embedder)?;
+                // The content features' unit comes from their construction, not the corpus's
+                // few seconds of speech: their spread is at least that unit.
+                let mut std = std;
+                let units = crate::inference::language::content_units(&embedder, &axes)?;
+                prior::raise_to_units(&mut std, &list, &units);
                 prior::build_v2(
                     &version,
                     &mean,
@@ -752,35 +757,46 @@ fn print_report(r: &crate::grounding::evaluate::Report, json: bool) -> anyhow::R
     }
     println!("{} on {} rows (Pearson r)", r.model, r.rows);
     let names: Vec<&str> = r.mean_baselines.iter().map(|b| b.0.as_str()).collect();
+    let cell = |v: f64, block: f64| format!("{v:.3}/{block:.3}");
     print!(
-        "{:<10} {:<18} {:>9} {:>9}",
+        "{:<10} {:<18} {:>13} {:>9}",
         "target", "network", "zero-shot", "fitted"
     );
     for n in &names {
-        print!(" {:>10}", format!("{n} only"));
+        print!(" {:>15}", format!("{n} only"));
     }
     println!(" {:>8}", "ceiling");
     let ceiling = |c: Option<f64>| c.map_or("-".to_owned(), |c| format!("{c:.3}"));
     for t in &r.targets {
         print!(
-            "{:<10} {:<18} {:>9.3} {:>9.3}",
-            t.target, t.network, t.zero_shot_r, t.fitted_r
+            "{:<10} {:<18} {:>13} {:>9.3}",
+            t.target,
+            t.network,
+            cell(t.zero_shot_r, t.zero_shot_block_r),
+            t.fitted_r
         );
-        for b in &t.baselines {
-            print!(" {:>10.3}", b.1);
+        for (b, bb) in t.baselines.iter().zip(&t.baselines_block) {
+            print!(" {:>15}", cell(b.1, bb.1));
         }
         println!(" {:>8}", ceiling(t.ceiling));
     }
     print!(
-        "{:<10} {:<18} {:>9.3} {:>9.3}",
-        "mean", "", r.mean_zero_shot_r, r.mean_fitted_r
+        "{:<10} {:<18} {:>13} {:>9.3}",
+        "mean",
+        "",
+        cell(r.mean_zero_shot_r, r.mean_zero_shot_block_r),
+        r.mean_fitted_r
     );
-    for b in &r.mean_baselines {
-        print!(" {:>10.3}", b.1);
+    for (b, bb) in r.mean_baselines.iter().zip(&r.mean_baselines_block) {
+        print!(" {:>15}", cell(b.1, bb.1));
     }
     println!(" {:>8}", ceiling(r.mean_ceiling));
     println!(
-        "zero-shot: the model as shipped; fitted: ridge toward the prior, nested contiguous-block CV, held-out"
+        "a/b: whole series (pre-registered) / within each of the {} contiguous blocks (mean r)",
+        crate::grounding::evaluate::OUTER_FOLDS
+    );
+    println!(
+        "zero-shot: the model as shipped; fitted: ridge toward the prior, nested contiguous-block CV, held-out, within block"
     );
     Ok(())
 }

@@ -35,7 +35,7 @@ fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {
         "--json",
     ])))
     .expect("json");
-    assert_eq!(doc["model"], "qualia-2.5.0");
+    assert_eq!(doc["model"], "qualia-2.6.0");
     assert_eq!(doc["time_base"], "stimulus");
     assert_eq!(doc["seconds"], 6);
     assert_eq!(doc["modalities"]["video"], true);
@@ -45,7 +45,7 @@ fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {
         assert!(rows[3][name].as_f64().expect(name).is_finite());
     }
     let table = ok(&brainscan(&["scan", clip.to_str().expect("utf8")]));
-    assert!(table.contains("qualia-2.5.0"), "{table}");
+    assert!(table.contains("qualia-2.6.0"), "{table}");
     assert_eq!(table.lines().count(), 2 + 6, "{table}");
 }
 
@@ -328,9 +328,16 @@ async fn check_shipped_statistics(q: &Qualia) {
             },
         });
     }
-    let (mean, std) = corpus_stats(&clips, &model.feature_list(), &model.absent);
-    // v2 subtracts a drive feature's no-stimulus value, not its corpus mean.
+    let (mean, mut std) = corpus_stats(&clips, &model.feature_list(), &model.absent);
+    // v2 subtracts a drive feature's no-stimulus value, not its corpus mean, and its content
+    // features' spread is at least their construction unit.
     let mean = if model.manifest.format >= 2 {
+        let units = brainscan::inference::language::content_units(
+            crate::support::listener().embedder.as_ref(),
+            &model.axes,
+        )
+        .expect("content units");
+        brainscan::inference::prior::raise_to_units(&mut std, &model.feature_list(), &units);
         brainscan::inference::v2::centres(&mean)
     } else {
         mean

@@ -128,8 +128,8 @@ fn alice_first_half_meets_the_preregistered_floor() {
     );
     // The figures the card reports, to three decimals.
     assert!(
-        (mean - 0.213).abs() < 0.0015,
-        "zero-shot mean r is {mean:.3}; the card says 0.213"
+        (mean - 0.301).abs() < 0.0015,
+        "zero-shot mean r is {mean:.3}; the card says 0.301"
     );
     assert!(
         (loudness - 0.303).abs() < 0.0015,
@@ -143,7 +143,26 @@ fn alice_first_half_meets_the_preregistered_floor() {
             "{key}: {got:.3}, provenance says {want}"
         );
     };
-    close("mean_fitted_r", shipped.nested_cv_fitted_mean_r);
+    close(
+        "mean_fitted_r",
+        shipped.nested_cv_fitted_within_block_mean_r,
+    );
+    close(
+        "mean_zero_shot_block_r",
+        shipped.zero_shot_within_block_mean_r,
+    );
+    let block = |name: &str| {
+        report["mean_baselines_block"]
+            .as_array()
+            .and_then(|b| b.iter().find(|x| x[0] == name))
+            .and_then(|x| x[1].as_f64())
+            .expect("within-block baseline")
+    };
+    assert!((block("loudness") - shipped.loudness_only_within_block_mean_r).abs() < 0.0015);
+    assert!((block("word_rate") - shipped.word_rate_only_within_block_mean_r).abs() < 0.0015);
+    // Secondary (within block, added after seeing the data; EVALUATION-PLAN.md deviation 7):
+    // the model tracks the second-to-second response better than loudness does.
+    assert!(report["mean_zero_shot_block_r"].as_f64().expect("block r") > block("loudness"));
     close("mean_ceiling", shipped.ceiling_loso_isc);
     assert!((mean - shipped.zero_shot_mean_r).abs() < 0.0015);
     assert!((loudness - shipped.loudness_only_mean_r).abs() < 0.0015);

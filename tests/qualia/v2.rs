@@ -283,7 +283,7 @@ fn the_semantic_axes_separate_their_anchor_kinds_from_neutral_text() {
     let dim = brainscan::embed::DIM;
     let project = |text: &str, k: usize| {
         let v = &l.embedder.embed(&[text]).expect("embed")[0];
-        brainscan::embed::dot(v, &axes[k * dim..(k + 1) * dim])
+        brainscan::embed::dot(v, &axes.directions[k * dim..(k + 1) * dim]) - axes.origins[k]
     };
     let cases = [
         (
@@ -298,6 +298,10 @@ fn the_semantic_axes_separate_their_anchor_kinds_from_neutral_text() {
         let own = project(text, k);
         let neutral = project("the document lists the parts of the machine", k);
         assert!(own > neutral + 0.05, "axis {k}: {own} vs neutral {neutral}");
+        // Measured from the neutral reference, held-out neutral text is near the origin: the
+        // floored feature reads (almost) nothing for it, and the anchor kind reads above it.
+        assert!(neutral < 0.05, "axis {k}: neutral text reads {neutral}");
+        assert!(own > 0.05, "axis {k}: its own kind reads {own}");
     }
 }
 

@@ -18,6 +18,18 @@
 //! Registered before the first run (this file's first commit): **r ≥ 0.5 for every contrast**,
 //! and no contrast's own construct may rank below third of the twelve profile rows.
 //!
+//! Results (model card, "Validity battery"):
+//! - qualia 2.5.0, the first run: faces 0.94, motion 0.95 passed; speech vs signal-correlated
+//!   noise −0.14, intelligible vs reversed −0.36, speech vs music −0.39 failed. Every speech
+//!   contrast looked like the `emotion` row (Limbic and Default Mode): the semantic features'
+//!   z unit came from a corpus with 11 s of speech, so any narration read 5–8 z on them.
+//! - qualia 2.6.0 (the fix: axes from the nearest-centroid midpoint, event boundaries relative
+//!   to the clip's ongoing change, and a z unit from their construction): four of five pass.
+//!   **Speech vs music still fails** (r 0.08 with `language`; the contrast is led by
+//!   Somatomotor, the voice, and reads as `speech_auditory`, r 0.84). It is pinned below as a
+//!   known failure, so the test fails, and the card must change, if it starts to pass or the
+//!   others stop.
+//!
 //! Stimuli: all generated here (espeak-ng, ffmpeg's test sources) except the faces pair, which
 //! is the `carphone` talking-head sequence upright against the same frames flipped upside down
 //! (an inverted face has the same contrast, edges, colour and motion energy, and face-selective
@@ -35,6 +47,8 @@ use crate::support::{analyse, ffmpeg, real_media, speech};
 const FLOOR: f64 = 0.5;
 /// The registered worst rank of a contrast's own construct among the profile rows (1 = best).
 const WORST_RANK: usize = 3;
+/// Contrasts that fail the registered floor with the shipped model, as the model card says.
+const KNOWN_FAILURES: [&str; 1] = ["speech vs music"];
 
 const NARRATION: &str = "The old lighthouse keeper climbed the stairs every evening at dusk. He lit the lamp, wiped the salt from the glass, and watched the ships pass far out on the grey water. His daughter wrote letters from the city about her work and her friends.";
 
@@ -113,7 +127,7 @@ fn contrasts(dir: &Path) -> Vec<Contrast> {
                     "-i",
                     &narration,
                     "-af",
-                    "aeval='val(0)*(2*gt(random(0),0.5)-1)'",
+                    "aeval='val(0)*(2*gt(random(0),0.5)-1)':c=same",
                 ],
             ),
         },
@@ -199,10 +213,17 @@ async fn generated_contrasts_follow_their_constructs_network_profiles() {
             ranked[0].1,
             ranked[0].0
         );
-        if r < FLOOR || rank > WORST_RANK {
+        let passed = r >= FLOOR && rank <= WORST_RANK;
+        if passed == KNOWN_FAILURES.contains(&c.name) {
             failures.push(format!(
-                "{}: r {r:.2} with `{}` (floor {FLOOR}), rank {rank} (at worst {WORST_RANK})",
-                c.name, c.construct
+                "{}: r {r:.2} with `{}` (floor {FLOOR}), rank {rank} (at worst {WORST_RANK}): {}",
+                c.name,
+                c.construct,
+                if passed {
+                    "now passes; the card lists it as failing: update both"
+                } else {
+                    "fails the registered floor"
+                }
             ));
         }
     }

@@ -46,22 +46,32 @@ pub const ROIS: [(&str, [f64; 3], &str); 6] = [
 /// fails if they drift, so the three places cannot disagree.
 pub const SHIPPED_EVALUATION: ShippedEvaluation = ShippedEvaluation {
     dataset: "Brennan et al. 2016 Alice fMRI, first half (volumes 1-181), six language ROIs, 28-subject mean",
-    zero_shot_mean_r: 0.213,
+    zero_shot_mean_r: 0.301,
     loudness_only_mean_r: 0.303,
     word_rate_only_mean_r: 0.360,
-    nested_cv_fitted_mean_r: 0.095,
+    zero_shot_within_block_mean_r: 0.329,
+    loudness_only_within_block_mean_r: 0.176,
+    word_rate_only_within_block_mean_r: 0.401,
+    nested_cv_fitted_within_block_mean_r: 0.380,
     ceiling_loso_isc: 0.266,
-    floor: "pre-registered: mean r >= 0.10 (met) and above loudness only (not met)",
+    floor: "pre-registered, whole series: mean r >= 0.10 (met) and above loudness only (not met: 0.301 against 0.303). Within each of 5 blocks (secondary, added after seeing the data): 0.329 against loudness only 0.176 and word rate only 0.401",
     card: "models/qualia/v2/README.md#evaluation-on-real-fmri-alice-first-half-pre-registered",
 };
 
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct ShippedEvaluation {
     pub dataset: &'static str,
+    /// Whole-series Pearson r, the pre-registered measure.
     pub zero_shot_mean_r: f64,
     pub loudness_only_mean_r: f64,
     pub word_rate_only_mean_r: f64,
-    pub nested_cv_fitted_mean_r: f64,
+    /// Mean r within each of the outer cross-validation blocks (leaves out slow drift and the
+    /// story's onset; the only way a fit that differs per fold can be scored).
+    pub zero_shot_within_block_mean_r: f64,
+    pub loudness_only_within_block_mean_r: f64,
+    pub word_rate_only_within_block_mean_r: f64,
+    /// Ridge toward the prior, λ by inner CV, held out, within block.
+    pub nested_cv_fitted_within_block_mean_r: f64,
     pub ceiling_loso_isc: f64,
     pub floor: &'static str,
     pub card: &'static str,

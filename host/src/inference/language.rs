@@ -11,12 +11,27 @@
 //! - `intelligibility`: recognised words per second of detected voice over this and the
 //!   previous second. Reversed or foreign-sounding speech is voice Whisper cannot turn into
 //!   confident (English) words, so it reads low here while `speech_presence` stays high.
-//! - `semantic_change`: the cosine distance between the embedding of the words of the last 4 s
-//!   and of the 4 s before; 0 when either window has no words.
+//! - `semantic_change`: an event boundary, a change of topic larger than the clip's ongoing
+//!   rate of change. The cosine distance between the embedding of the words of the last 4 s
+//!   and of the 4 s before, minus the median of that distance over the clip's earlier seconds
+//!   (at most [`BOUNDARY_HISTORY`] of them, at least [`BOUNDARY_MIN_HISTORY`]), floored at 0.
+//!   Connected speech changes its words every window, so the raw distance is high wherever
+//!   anyone talks (2.5.0 used it, and any narration drove the memory profile; the validity
+//!   battery found it). Event segmentation reads a boundary where the change exceeds what the
+//!   ongoing stream predicts (Zacks et al. 2007), which is what this keeps.
 //! - four semantic axes: the embedding of the last 4 s of words projected on a fixed direction,
-//!   the normalised mean embedding of a few anchor sentences minus that of neutral sentences.
-//!   The anchors are listed in [`AXES`] and [`NEUTRAL`] and stored with the model; the
-//!   directions are a documented construction, not fitted to anything.
+//!   the normalised mean embedding of a few anchor sentences minus that of neutral sentences,
+//!   measured **from the midpoint between the two centroids' projections** (the axis origin,
+//!   the boundary of a nearest-centroid classifier) and floored at 0: a window reads on an axis
+//!   only when it is closer to the anchors than to the neutral reference, so an axis measures
+//!   evidence for its kind of content, not that there are words (2.5.0 measured from 0, where
+//!   ordinary narration already sits well above the neutral sentences). The anchors are
+//!   listed in [`AXES`] and [`NEUTRAL`] and stored with the model; the directions and origins
+//!   are a documented construction, not fitted to anything.
+//!
+//! The z unit of these content features comes from the same construction, not from the
+//! reference corpus (which holds 11 s of speech and almost no topic change, so its spread is
+//! at the floor and any narration read as several z; [`content_units`]).
 //!
 //! Every window ends at the end of its second, so nothing here reads the future.
 
@@ -34,6 +49,30 @@ const MIN_VOICED: f64 = 0.2;
 const MAX_WORDS_PER_SEC: f64 = 8.0;
 /// Characters of one window's text passed to the embedder.
 const MAX_WINDOW_CHARS: usize = 1000;
+/// Earlier seconds of semantic distance an event boundary is measured against (one minute).
+pub const BOUNDARY_HISTORY: usize = 60;
+/// Earlier seconds of semantic distance needed before a boundary can be read: with less, the
+/// clip's ongoing rate of change is unknown and `semantic_change` reads 0.
+pub const BOUNDARY_MIN_HISTORY: usize = 3;
+
+/// The semantic axes of a model: unit directions and the origin each projection is measured
+/// from (the neutral sentences' mean projection).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SemanticAxes {
+    /// `AXES x DIM`, each row unit length.
+    pub directions: Vec<f32>,
+    /// One per axis: the midpoint between the neutral and the anchor centroids' projections,
+    /// which reads 0.
+    pub origins: Vec<f32>,
+}
+
+impl SemanticAxes {
+    /// A format 1 model has none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.directions.is_empty()
+    }
+}
 
 /// A semantic axis: its feature name, what it stands for, and its anchor sentences.
 pub struct Axis {
@@ -125,11 +164,12 @@ impl Embed for crate::embed::Embedder {
     }
 }
 
-/// The axis directions (`AXES.len() x DIM`, each unit length).
+/// The axis directions (`AXES.len() x DIM`, each unit length) and their origins (the midpoint
+/// of the neutral and anchor centroids' projections).
 ///
 /// # Errors
 /// Embedder errors.
-pub fn axis_directions(embedder: &dyn Embed) -> anyhow::Result<Vec<f32>> {
+pub fn semantic_axes(embedder: &dyn Embed) -> anyhow::Result<SemanticAxes> {
     let mean = |texts: &[&str]| -> anyhow::Result<Vec<f64>> {
         let v = embedder.embed(texts)?;
         let mut m = vec![0f64; DIM];
@@ -142,13 +182,57 @@ pub fn axis_directions(embedder: &dyn Embed) -> anyhow::Result<Vec<f32>> {
         Ok(m)
     };
     let neutral = mean(&NEUTRAL)?;
-    let mut out = Vec::with_capacity(AXES.len() * DIM);
+    let mut directions = Vec::with_capacity(AXES.len() * DIM);
+    let mut origins = Vec::with_capacity(AXES.len());
     for axis in &AXES {
         let pos = mean(axis.anchors)?;
         let d: Vec<f64> = pos.iter().zip(&neutral).map(|(p, n)| p - n).collect();
         let norm = d.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-12);
-        out.extend(d.iter().map(|x| (x / norm) as f32));
+        let unit: Vec<f64> = d.iter().map(|x| x / norm).collect();
+        let project = |c: &[f64]| unit.iter().zip(c).map(|(u, x)| u * x).sum::<f64>();
+        let (low, high) = (project(&neutral), project(&pos));
+        origins.push(f64::midpoint(low, high) as f32);
+        directions.extend(unit.iter().map(|x| *x as f32));
     }
+    Ok(SemanticAxes {
+        directions,
+        origins,
+    })
+}
+
+/// The z unit of the content features, from the axes' own construction: an axis reads 1 z for
+/// a window whose projection is that of its anchors' centroid, and `semantic_change`
+/// reads 1 z for a boundary as large as the median distance between two unrelated neutral
+/// sentences (a full change of topic). The prior raises these features' corpus spread to at
+/// least this unit.
+///
+/// # Errors
+/// Embedder errors.
+pub fn content_units(
+    embedder: &dyn Embed,
+    axes: &SemanticAxes,
+) -> anyhow::Result<Vec<(String, f32)>> {
+    let mut out = Vec::new();
+    for ((axis, direction), origin) in AXES
+        .iter()
+        .zip(axes.directions.chunks_exact(DIM))
+        .zip(&axes.origins)
+    {
+        let anchors = embedder.embed(axis.anchors)?;
+        let centroid =
+            anchors.iter().map(|e| dot(e, direction)).sum::<f32>() / anchors.len() as f32;
+        out.push((format!("axis_{}", axis.name), centroid - origin));
+    }
+    let v = embedder.embed(&NEUTRAL)?;
+    let mut distances: Vec<f32> = Vec::new();
+    for (i, a) in v.iter().enumerate() {
+        for b in &v[i + 1..] {
+            distances.push(1.0 - dot(a, b));
+        }
+    }
+    distances.sort_by(f32::total_cmp);
+    let boundary = distances.get(distances.len() / 2).copied().unwrap_or(1.0);
+    out.push(("semantic_change".to_owned(), boundary));
     Ok(out)
 }
 
@@ -205,13 +289,15 @@ pub fn compute(
     lines: &[TranscriptLine],
     confidence: &[f32],
     embedder: &dyn Embed,
-    axes: &[f32],
+    axes: &SemanticAxes,
 ) -> anyhow::Result<LanguageFeatures> {
     anyhow::ensure!(
-        axes.len() == AXES.len() * DIM,
-        "the model's semantic axes hold {} floats, expected {}",
-        axes.len(),
-        AXES.len() * DIM
+        axes.directions.len() == AXES.len() * DIM && axes.origins.len() == AXES.len(),
+        "the model's semantic axes hold {} floats and {} origins, expected {} and {}",
+        axes.directions.len(),
+        axes.origins.len(),
+        AXES.len() * DIM,
+        AXES.len()
     );
     let words = word_onsets(lines, confidence);
     let in_range = |a: f64, b: f64| -> Vec<&Word> {
@@ -269,6 +355,8 @@ pub fn compute(
         distinct.binary_search(&s).ok().and_then(|i| vectors.get(i))
     };
     let mut out = vec![0f32; seconds * LANGUAGE_FEATURES];
+    // Semantic distances of the earlier seconds, for the boundary baseline.
+    let mut history: std::collections::VecDeque<f32> = std::collections::VecDeque::new();
     for t in 0..seconds {
         let (a, b) = (t as f64, (t + 1) as f64);
         let row = &mut out[t * LANGUAGE_FEATURES..(t + 1) * LANGUAGE_FEATURES];
@@ -280,13 +368,25 @@ pub fn compute(
             row[2] = (recognised(lo, b) / voiced).min(MAX_WORDS_PER_SEC) as f32;
         }
         if let (Some(now), Some(before)) = (vector(&texts[t]), vector(&previous[t])) {
-            row[3] = (1.0 - dot(now, before)).max(0.0);
+            let distance = (1.0 - dot(now, before)).max(0.0);
+            if history.len() >= BOUNDARY_MIN_HISTORY {
+                row[3] = (distance - median(&history)).max(0.0);
+            }
+            if history.len() == BOUNDARY_HISTORY {
+                history.pop_front();
+            }
+            history.push_back(distance);
         }
         if let Some(now) = vector(&texts[t]) {
-            for (k, axis) in axes.chunks_exact(DIM).enumerate() {
-                // Only evidence for an axis drives it: a window about something else reads
-                // as no words on that axis, not as its opposite.
-                row[4 + k] = dot(now, axis).max(0.0);
+            for (k, (axis, origin)) in axes
+                .directions
+                .chunks_exact(DIM)
+                .zip(&axes.origins)
+                .enumerate()
+            {
+                // Only evidence for an axis drives it: text as neutral as the reference, or
+                // about something else, reads as no words on that axis, not as its opposite.
+                row[4 + k] = (dot(now, axis) - origin).max(0.0);
             }
         }
     }
@@ -294,6 +394,18 @@ pub fn compute(
         per_second: out,
         detected: !regions.is_empty(),
     })
+}
+
+/// The median of a non-empty window.
+fn median(values: &std::collections::VecDeque<f32>) -> f32 {
+    let mut v: Vec<f32> = values.iter().copied().collect();
+    v.sort_by(f32::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        f32::midpoint(v[m - 1], v[m])
+    }
 }
 
 #[cfg(test)]
@@ -346,7 +458,7 @@ mod tests {
 
     #[test]
     fn rates_follow_the_words_and_the_voice() {
-        let axes = axis_directions(&Letters).expect("axes");
+        let axes = semantic_axes(&Letters).expect("axes");
         let regions = [Region {
             start: 1.0,
             end: 3.0,
@@ -388,14 +500,56 @@ mod tests {
 
     #[test]
     fn semantic_change_needs_two_windows_of_words_and_reads_only_the_past() {
-        let axes = axis_directions(&Letters).expect("axes");
-        let lines = [line(0.0, 4.0, "aaa aaa aaa"), line(4.0, 8.0, "zzz zzz zzz")];
-        let f = compute(12, &[], &lines, &[], &Letters, &axes).expect("features");
+        let axes = semantic_axes(&Letters).expect("axes");
+        // One topic for 12 s, then another.
+        let lines = [
+            line(0.0, 4.0, "aaa aaa aaa"),
+            line(4.0, 8.0, "aaa aaa aaa"),
+            line(8.0, 12.0, "aaa aaa aaa"),
+            line(12.0, 16.0, "zzz zzz zzz"),
+        ];
+        let f = compute(18, &[], &lines, &[], &Letters, &axes).expect("features");
         let change = |t: usize| f.per_second[t * LANGUAGE_FEATURES + 3];
         assert_eq!(change(3), 0.0, "no earlier window yet");
-        assert!(change(7) > 0.9, "{}", change(7));
-        // A clip cut after second 7 gives the same values up to second 7.
-        let g = compute(8, &[], &lines, &[], &Letters, &axes).expect("features");
-        assert_eq!(&f.per_second[..8 * LANGUAGE_FEATURES], &g.per_second[..]);
+        for t in 4..12 {
+            assert!(change(t) < 0.05, "second {t}: {}", change(t));
+        }
+        assert!(change(15) > 0.9, "the change of topic: {}", change(15));
+        // A clip cut after second 15 gives the same values up to second 15.
+        let g = compute(16, &[], &lines, &[], &Letters, &axes).expect("features");
+        assert_eq!(&f.per_second[..16 * LANGUAGE_FEATURES], &g.per_second[..]);
+    }
+
+    #[test]
+    fn speech_that_changes_as_it_always_does_is_no_boundary() {
+        let axes = semantic_axes(&Letters).expect("axes");
+        // Every 4 s window holds different words: the raw distance is high everywhere.
+        let topics = [
+            "aaa bbb", "ccc ddd", "eee fff", "ggg hhh", "iii jjj", "kkk lll",
+        ];
+        let lines: Vec<TranscriptLine> = topics
+            .iter()
+            .enumerate()
+            .map(|(i, t)| line(4.0 * i as f32, 4.0 * (i + 1) as f32, t))
+            .collect();
+        let f = compute(24, &[], &lines, &[], &Letters, &axes).expect("features");
+        let change = |t: usize| f.per_second[t * LANGUAGE_FEATURES + 3];
+        let late: Vec<f32> = (12..24).map(change).collect();
+        assert!(
+            late.iter().all(|c| *c < 0.3),
+            "steady change is no boundary: {late:?}"
+        );
+    }
+
+    #[test]
+    fn neutral_text_reads_zero_on_every_axis() {
+        let axes = semantic_axes(&Letters).expect("axes");
+        let lines = [line(0.0, 4.0, &NEUTRAL.join(" "))];
+        let f = compute(4, &[], &lines, &[], &Letters, &axes).expect("features");
+        let row = &f.per_second[3 * LANGUAGE_FEATURES..4 * LANGUAGE_FEATURES];
+        assert!(row[4..].iter().all(|v| *v < 0.05), "{row:?}");
+        let social = [line(0.0, 4.0, &AXES[0].anchors.join(" "))];
+        let g = compute(4, &[], &social, &[], &Letters, &axes).expect("features");
+        assert!(g.per_second[3 * LANGUAGE_FEATURES + 4] > 0.1);
     }
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::features::{FEATURES, Modality};
-use super::language::AXES;
+use super::language::{AXES, SemanticAxes};
 use crate::embed::DIM;
 use crate::result::NETWORKS;
 
@@ -245,8 +245,10 @@ pub struct Model {
     pub bias: Vec<f32>,
     pub hrf: Vec<f32>,
     pub lag: usize,
-    /// Format 2: `AXES x DIM` unit directions of the semantic axes (empty in format 1).
-    pub axes: Vec<f32>,
+    /// Format 2: the semantic axes' unit directions (tensor `axes`, `AXES x DIM`) and origins
+    /// (tensor `axis_origin`; a model without it, built before 2.6.0, measures from 0). Empty
+    /// in format 1.
+    pub axes: SemanticAxes,
 }
 
 /// The feature list a model format must carry: (name, modality) in order.
@@ -447,7 +449,12 @@ impl Model {
             hrf: tensor(&st, "hrf", &[r.taps])?,
             lag: r.lag_seconds,
             axes: if manifest.format >= 2 {
-                let axes = tensor(&st, "axes", &[AXES.len(), DIM])?;
+                let directions = tensor(&st, "axes", &[AXES.len(), DIM])?;
+                let origins = if st.names().contains(&"axis_origin") {
+                    tensor(&st, "axis_origin", &[AXES.len()])?
+                } else {
+                    vec![0.0; AXES.len()]
+                };
                 let Some(spec) = &manifest.semantic else {
                     return Err(ModelError::Incompatible(
                         "a format 2 model must describe its semantic axes".into(),
@@ -460,9 +467,12 @@ impl Model {
                         "semantic axes {names:?}, expected {ours:?}"
                     )));
                 }
-                axes
+                SemanticAxes {
+                    directions,
+                    origins,
+                }
             } else {
-                Vec::new()
+                SemanticAxes::default()
             },
             manifest,
         };
@@ -517,7 +527,8 @@ impl Model {
         ];
         let mut data = data;
         if !self.axes.is_empty() {
-            data.push(("axes", vec![AXES.len(), DIM], bytes(&self.axes)));
+            data.push(("axes", vec![AXES.len(), DIM], bytes(&self.axes.directions)));
+            data.push(("axis_origin", vec![AXES.len()], bytes(&self.axes.origins)));
         }
         let mut views = Vec::new();
         for (name, shape, b) in &data {

@@ -231,7 +231,8 @@ pub fn no_drive(name: &str) -> Option<f32> {
         "flux" | "onset_strength" | "speech_ratio" | "loudness_change" | "syllabic"
         | "onset_rate" => Some(0.0),
         // No words: no voice, no words, no change of topic, no projection on any axis (axes
-        // are floored at 0 in `language::compute`, so only evidence for an axis drives it).
+        // are measured from the neutral reference and floored at 0 in `language::compute`, so only
+        // evidence for an axis drives it; a boundary is a change beyond the clip's usual one).
         "speech_presence" | "word_rate" | "intelligibility" | "semantic_change" | "axis_social"
         | "axis_emotion" | "axis_numbers" | "axis_imperative" => Some(0.0),
         _ => None,
