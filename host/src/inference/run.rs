@@ -9,7 +9,6 @@ use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
 use super::faces::{self, FaceDetector};
-use super::features::Rect;
 use super::features::{FRAME_FEATURES, HOP, HOP_FEATURES, LEAD, WINDOW};
 use super::gpu::{GpuContext, GpuError, StageTimes};
 use super::model::{Model, NETWORK_COUNT, Presence, TimeBase};
@@ -189,20 +188,19 @@ impl Qualia {
             // failed look at the keyframes leaves the whole frame; the stream itself then says
             // what is wrong with the file.
             let full = Picture::full(spec.width, spec.height);
-            let started = Instant::now();
-            let picture = if self.model.manifest.sampling.active_picture {
-                picture::active_picture(path, spec).await.unwrap_or(full)
-            } else {
-                full
+            let active = self.model.manifest.sampling.active_picture;
+            let picture = async move {
+                let started = Instant::now();
+                let picture = if active {
+                    picture::active_picture(path, spec).await.unwrap_or(full)
+                } else {
+                    full
+                };
+                (picture, started.elapsed())
             };
-            let prepass = started.elapsed();
-            self.video(path, spec, limit, progress.clone(), picture.rect)
+            self.video(path, spec, limit, progress.clone(), picture)
                 .await
-                .map(|mut stream| {
-                    stream.times.prepass += prepass;
-                    stream.picture = Some(picture);
-                    Some(stream)
-                })
+                .map(Some)
         };
         let audio = async {
             if !probe.has_audio {
@@ -430,7 +428,7 @@ impl Qualia {
         spec: DecodeSpec,
         limit: usize,
         progress: Option<Progress>,
-        rect: Rect,
+        picture: impl std::future::Future<Output = (Picture, Duration)>,
     ) -> Result<Stream<Vec<(usize, f32)>>, QualiaError> {
         // With face features, each decoded frame carries a larger copy for the detector.
         let detector = self.faces.clone();
@@ -438,6 +436,11 @@ impl Qualia {
             Some(d) => VideoFrames::open_with_detail(path, spec, d.detail())?,
             None => VideoFrames::open(path, spec)?,
         };
+        // The decoder starts before the keyframe pre-pass finishes: its frames wait in the pipe
+        // until the active picture, which every kernel needs, is known (on a short clip the
+        // two ffmpeg start-ups were most of the pre-pass's cost).
+        let (picture, prepass) = picture.await;
+        let rect = picture.rect;
         let len = (spec.width * spec.height * 3) as usize;
         let mut stacked = vec![0u8; frames.frame_len()];
         let batch = BATCH_SECONDS * spec.fps as usize;
@@ -453,10 +456,13 @@ impl Qualia {
         let mut prev: Option<Vec<u8>> = None;
         let mut out = Stream {
             values: Vec::new(),
-            picture: None,
+            picture: Some(picture),
             motion: Vec::new(),
             count: 0,
-            times: StageTimes::default(),
+            times: StageTimes {
+                prepass,
+                ..StageTimes::default()
+            },
             extra: Vec::new(),
         };
         let mut pending: Option<tokio::task::JoinHandle<VisualBatch>> = None;
