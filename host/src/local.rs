@@ -277,6 +277,32 @@ async fn probe_file(path: &Path) -> anyhow::Result<ProbeInfo> {
     Ok(probe::probe(path, Duration::from_secs(30)).await?)
 }
 
+/// A bar counting the steps of a longer command (clips of a corpus, runs of a bench) on
+/// stderr, hidden when stderr is not a terminal so pipes and logs stay clean.
+fn step_bar(steps: usize, what: &str) -> indicatif::ProgressBar {
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(steps as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{spinner}} {what} {{bar:30}} {{pos}}/{{len}} {{msg}}"
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// Prints a line above a step bar (or plainly when the bar is hidden).
+fn say(bar: &indicatif::ProgressBar, line: String) {
+    if bar.is_hidden() {
+        println!("{line}");
+    } else {
+        bar.println(line);
+    }
+}
+
 fn progress_bar(total: Option<f64>, quiet: bool) -> (indicatif::ProgressBar, Progress) {
     let bar = if quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         indicatif::ProgressBar::hidden()
@@ -842,8 +868,17 @@ async fn calibrate(dir: &Path, out: &Path, model: &ModelArgs) -> anyhow::Result<
             .to_owned(),
         format!("# model: {}", q.model.id()),
     ];
-    for path in files_in(dir)? {
-        let Some((name, analysed)) = analyse_corpus_clip(&q, &path).await else {
+    let files = files_in(dir)?;
+    let bar = step_bar(files.len(), "calibrating");
+    for path in files {
+        bar.set_message(
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        );
+        let analysed = analyse_corpus_clip(&q, &path).await;
+        bar.inc(1);
+        let Some((name, analysed)) = analysed else {
             continue;
         };
         let bytes = std::fs::read(&path)?;
@@ -852,9 +887,10 @@ async fn calibrate(dir: &Path, out: &Path, model: &ModelArgs) -> anyhow::Result<
             crate::inference::model::checksum(&bytes),
             analysed.networks.len()
         ));
-        println!("{name}: {} s", analysed.networks.len());
+        say(&bar, format!("{name}: {} s", analysed.networks.len()));
         rows.extend(analysed.networks.iter().copied());
     }
+    bar.finish_and_clear();
     header.push(format!("# seconds: {}", rows.len()));
     let mut text = header.join("\n");
     text.push('\n');
@@ -891,8 +927,16 @@ async fn corpus(dir: &Path, out: &Path, note: String, model: &ModelArgs) -> anyh
     let mut clips = Vec::new();
     let mut scores: std::collections::BTreeMap<String, Vec<f64>> =
         lenses.iter().map(|l| (l.clone(), Vec::new())).collect();
+    let bar = step_bar(files.len(), "scoring the corpus");
     for path in &files {
-        let Some((name, analysed)) = analyse_corpus_clip(&q, path).await else {
+        bar.set_message(
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        );
+        let analysed = analyse_corpus_clip(&q, path).await;
+        bar.inc(1);
+        let Some((name, analysed)) = analysed else {
             continue;
         };
         let clip = crate::analysis::clip_of(&analysed);
@@ -909,7 +953,7 @@ async fn corpus(dir: &Path, out: &Path, note: String, model: &ModelArgs) -> anyh
             );
         }
         let bytes = std::fs::read(path)?;
-        println!("{name}: {} s", clip.networks.len());
+        say(&bar, format!("{name}: {} s", clip.networks.len()));
         clips.push(crate::benchmark::CorpusClip {
             file: name,
             sha256: crate::inference::model::checksum(&bytes),
@@ -918,6 +962,7 @@ async fn corpus(dir: &Path, out: &Path, note: String, model: &ModelArgs) -> anyh
             audio: analysed.modalities.audio,
         });
     }
+    bar.finish_and_clear();
     if clips.is_empty() {
         bail!("no clip in {} could be analysed", dir.display());
     }
@@ -1102,9 +1147,15 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     let mut last = None;
     let mut decode_peak = 0;
     let mut scan_peak = 0;
+    // Decode and scan per run, the v1 baseline per run (v2 only), then the isolated kernels.
+    let v1_runs = if q.model.format() >= 2 { runs } else { 0 };
+    let bar = step_bar(2 * runs + v1_runs + 1, "measuring");
     for _ in 0..runs {
         reset_peak_rss();
+        bar.set_message("decode only");
         let (d, _, _) = decode_only(&args.input, &info, spec).await?;
+        bar.inc(1);
+        bar.set_message("full scan");
         decode_s.push(d.as_secs_f64());
         decode_peak = decode_peak.max(peak_rss_kib().unwrap_or(0));
         reset_peak_rss();
@@ -1112,6 +1163,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         let out = q.analyse(&args.input, &info, MAX_SECONDS, None).await?;
         scan_s.push(t.elapsed().as_secs_f64());
         scan_peak = scan_peak.max(peak_rss_kib().unwrap_or(0));
+        bar.inc(1);
         last = Some(out);
     }
     let out = last.context("no run")?;
@@ -1125,16 +1177,20 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             faces: None,
         };
         let mut v1_s = Vec::new();
+        bar.set_message("v1 baseline");
         for _ in 0..runs {
             let t = Instant::now();
             q1.analyse(&args.input, &info, MAX_SECONDS, None).await?;
             v1_s.push(t.elapsed().as_secs_f64());
+            bar.inc(1);
         }
         Some(median(v1_s))
     } else {
         None
     };
+    bar.set_message("kernels alone");
     let kernels = isolated_kernels(&q, &args.input, &info, runs.max(3)).await?;
+    bar.finish_and_clear();
     let doc = serde_json::json!({
         "clip": args.input.display().to_string(),
         "duration_sec": out.duration_sec,

@@ -419,3 +419,29 @@ fn long_clips_need_max_duration_and_then_stream_through() {
     let over = brainscan(&["features", "--max-duration", "1801", path]);
     assert!(!over.status.success(), "more than 30 minutes is refused");
 }
+
+/// `bench` (like `model corpus` and `model calibrate`) shows a step bar on a terminal and
+/// nothing extra when stderr is a pipe. The terminal is a real pseudo-terminal from util-linux's
+/// `script`.
+#[test]
+fn bench_shows_its_steps_on_a_terminal_and_stays_quiet_in_a_pipe() {
+    let clip = real_media().join("bikes.mp4");
+    let clip = clip.to_str().expect("utf8");
+    let piped = brainscan(&["bench", clip, "--runs", "1"]);
+    let stdout = ok(&piped);
+    assert!(stdout.contains("v1 full scan"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&piped.stderr);
+    assert!(!stderr.contains("measuring"), "a bar in a pipe: {stderr}");
+    let command = format!("{} bench {clip} --runs 1", env!("CARGO_BIN_EXE_brainscan"));
+    let tty = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("BRAINSCAN_MODEL_DIR")
+        .output()
+        .expect("script (util-linux) runs");
+    let text = String::from_utf8_lossy(&tty.stdout);
+    assert!(tty.status.success(), "{text}");
+    // Four steps for one run: decode, scan, the v1 baseline, the kernels alone.
+    for step in ["measuring", "decode only", "/4", "v1 full scan"] {
+        assert!(text.contains(step), "no {step:?} on the terminal: {text}");
+    }
+}
