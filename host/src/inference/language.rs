@@ -56,7 +56,7 @@ pub const BOUNDARY_HISTORY: usize = 60;
 pub const BOUNDARY_MIN_HISTORY: usize = 3;
 
 /// The semantic axes of a model: unit directions and the origin each projection is measured
-/// from (the neutral sentences' mean projection).
+/// from (the midpoint between the neutral and the anchor centroids' projections).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SemanticAxes {
     /// `AXES x DIM`, each row unit length.
