@@ -10,6 +10,7 @@ pub mod health;
 pub mod intelligence;
 pub mod lenses;
 pub mod openapi;
+pub mod rendered;
 pub mod router;
 pub mod scans;
 pub mod server;

@@ -37,6 +37,8 @@ pub struct App {
     pub admin_lockout: crate::lockout::Lockout,
     /// Submit-time probes in flight, in total and per organisation.
     pub probe_slots: Arc<crate::media::probe_slots::ProbeSlots>,
+    /// Rendered bodies of completed, charged scans (`GET /scans/{id}`).
+    pub rendered: crate::api::rendered::RenderedScans,
 }
 
 impl App {
@@ -103,12 +105,16 @@ impl App {
             config.fetch.probe_concurrency,
             config.fetch.probe_concurrency_per_org,
         );
+        let rendered = crate::api::rendered::RenderedScans::new(
+            config.http.result_cache_mib.saturating_mul(1024 * 1024),
+        );
         Ok(Arc::new(Self {
             recall,
             config,
             db,
             clock,
             keys,
+            rendered,
             fetcher,
             analyzer,
             artifacts,

@@ -237,6 +237,11 @@ pub struct HttpConfig {
     #[arg(long, env = "BRAINSCAN_KEY_CACHE_SECS", default_value_t = 5)]
     pub key_cache_secs: u64,
 
+    /// MiB of rendered completed-scan bodies kept in memory for `GET /scans/{id}` (0 turns
+    /// the cache off). A completed, charged result never changes.
+    #[arg(long, env = "BRAINSCAN_RESULT_CACHE_MIB", default_value_t = 64)]
+    pub result_cache_mib: u64,
+
     /// Sustained requests per second allowed per organisation (0 disables the limit).
     #[arg(long, env = "BRAINSCAN_RATE_LIMIT_PER_SEC", default_value_t = 20)]
     pub rate_limit_per_sec: u32,

@@ -281,3 +281,63 @@ async fn a_webhook_racing_fetches_charges_once() {
     assert_eq!(money(&t.wallet(&org).await).2, 20.0);
     t.stop().await;
 }
+
+/// `GET /scans/{id}` of a completed scan: the first fetch charges and fills the in-process
+/// cache of rendered bodies; later fetches are served from it, byte for byte, with no second
+/// charge. An in-flight scan is never cached, and each public base (Host) has its own body.
+#[tokio::test]
+async fn completed_bodies_are_cached_after_the_charge_and_never_before() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 1_000).await;
+    let (s, b) = t.submit_tone(&org, json!({})).await;
+    assert_eq!(s.as_u16(), 202, "{b}");
+    let id = b["scan_id"].as_str().expect("id").to_owned();
+    let (_, early) = t.get(&org, &format!("/scans/{id}")).await;
+    if early["status"] != "complete" {
+        assert_eq!(
+            t.app.rendered.entries().await,
+            0,
+            "an in-flight scan was cached"
+        );
+    }
+    assert_eq!(t.wait_final(&id).await, "complete");
+    let fetch = |host: &'static str| {
+        let (http, url, key) = (
+            t.http.clone(),
+            t.url(&format!("/scans/{id}")),
+            org.key.clone(),
+        );
+        async move {
+            let r = http
+                .get(url)
+                .bearer_auth(key)
+                .header("host", host)
+                .send()
+                .await
+                .expect("send");
+            assert_eq!(r.status().as_u16(), 200);
+            assert_eq!(r.headers()["content-type"], "application/json");
+            r.bytes().await.expect("body")
+        }
+    };
+    let first = fetch("api.example.test").await;
+    assert_eq!(t.app.db.charge_count(&id).await.expect("count"), 1);
+    assert_eq!(t.app.rendered.entries().await, 1);
+    let second = fetch("api.example.test").await;
+    assert_eq!(
+        first, second,
+        "the cached body differs from the rendered one"
+    );
+    let parsed: Value = serde_json::from_slice(&second).expect("json");
+    assert_eq!(parsed["status"], "complete");
+    assert_eq!(parsed["scan_id"], id.as_str());
+    fetch("other.example.test").await;
+    assert_eq!(
+        t.app.rendered.entries().await,
+        2,
+        "one body per public base"
+    );
+    assert_eq!(t.app.db.charge_count(&id).await.expect("count"), 1);
+    assert_eq!(money(&t.wallet(&org).await).3, 4, "charged once");
+    t.stop().await;
+}

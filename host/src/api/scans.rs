@@ -589,7 +589,14 @@ pub async fn get_scan(
     Authed(caller): Authed,
     ScanIdPath(id): ScanIdPath,
     headers: http::HeaderMap,
-) -> Result<Json<ScanView>, ApiError> {
+) -> Result<Response, ApiError> {
+    let base = views::public_base(&app, Some(&headers));
+    let key = (caller.org_id.clone(), id.clone(), base.clone());
+    if let Some(hit) = app.rendered.get(&key).await
+        && hit.fresh_at(app.clock.now())
+    {
+        return Ok(json_body(hit.body));
+    }
     let row = app
         .db
         .get_scan(&caller.org_id, &id)
@@ -599,9 +606,36 @@ pub async fn get_scan(
         crate::charge::on_release(&app.db, &caller.org_id, &id, app.clock.now(), "get").await?;
     }
     let mut view = views::scan_view(&row).map_err(ApiError::internal)?;
-    let base = views::public_base(&app, Some(&headers));
     views::sign_artifact_urls(&app, &mut view, base.as_deref()).await;
-    Ok(Json(view))
+    let body = bytes::Bytes::from(serde_json::to_vec(&view).map_err(ApiError::internal)?);
+    // Charged above if it was not already: a complete result is immutable from here on.
+    if let views::ScanView::Completed(scan) = &view
+        && row.status == "complete"
+    {
+        let signed = scan.fmri_url.as_ref().is_some_and(|u| u.is_some());
+        app.rendered
+            .insert(
+                key,
+                super::rendered::Rendered {
+                    body: body.clone(),
+                    signed_at: signed.then(|| app.clock.now()),
+                },
+            )
+            .await;
+    }
+    Ok(json_body(body))
+}
+
+/// A JSON response from an already rendered body.
+fn json_body(body: bytes::Bytes) -> Response {
+    (
+        [(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
 #[derive(Debug, Deserialize)]
