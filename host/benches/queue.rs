@@ -10,7 +10,6 @@
 //!
 //! Needs PostgreSQL at `BRAINSCAN_TEST_POSTGRES_URL` (default the local server) and ffmpeg.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,6 +20,8 @@ use brainscan::store::jobs::NewJob;
 /// The scale-out tests' fresh-database guard, shared rather than written twice.
 #[path = "../../tests/scaleout/pg.rs"]
 mod pg;
+#[path = "../../tests/common/served.rs"]
+mod served;
 use pg::FreshPg;
 
 const QUEUED: usize = 10_000;
@@ -166,16 +167,7 @@ fn serve(url: &str, data: &std::path::Path, role: &str) -> Proc {
     .stderr(Stdio::null())
     .spawn()
     .expect("spawn");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read");
-    let base = line
-        .trim()
-        .rsplit(' ')
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    let base = served::listening_base(&mut child);
     Proc(child, base)
 }
 
