@@ -394,7 +394,12 @@ impl Analyzer for Analysis {
         Box::pin(async move {
             let q = self
                 .qualia
-                .analyse(input.media, input.probe, MAX_DURATION_SECS as u32, None)
+                .analyse(
+                    input.media,
+                    input.probe,
+                    MAX_DURATION_SECS as u32,
+                    input.progress.clone(),
+                )
                 .await
                 .map_err(|e| StageError {
                     code: e.code(),

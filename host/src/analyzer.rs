@@ -65,7 +65,6 @@ impl From<ProbeError> for StageError {
 }
 
 /// What the analysis stage gets.
-#[derive(Debug)]
 pub struct AnalysisInput<'a> {
     pub scan_id: &'a str,
     /// The organisation the scan belongs to (the plugin breaker counts failures by it).
@@ -74,6 +73,19 @@ pub struct AnalysisInput<'a> {
     /// The downloaded media file.
     pub media: &'a Path,
     pub probe: &'a ProbeInfo,
+    /// Told the seconds of media decoded and inferred so far (the local CLI's bar).
+    pub progress: Option<crate::inference::run::Progress>,
+}
+
+impl std::fmt::Debug for AnalysisInput<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnalysisInput")
+            .field("scan_id", &self.scan_id)
+            .field("org_id", &self.org_id)
+            .field("media", &self.media)
+            .field("progress", &self.progress.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Turns downloaded media into a complete result.

@@ -24,6 +24,9 @@ pub enum Command {
         #[command(flatten)]
         store: StoreConfig,
     },
+    /// The service's whole analysis of a file or URL on this machine (no server, no
+    /// database): lens scores, moments, summary, manipulation read and benchmarks.
+    Analyze(Box<crate::local::analyze::AnalyzeArgs>),
     /// Run qualia on a file or URL locally (no server, no database) and print the per-second
     /// network responses.
     Scan(crate::local::ClipArgs),

@@ -1,5 +1,8 @@
 //! Commands that run qualia on this machine without a server or database:
-//! `brainscan scan`, `brainscan features`, `brainscan model prior|fit|show` and `brainscan bench`.
+//! `brainscan analyze` ([`analyze`]), `brainscan scan`, `brainscan features`,
+//! `brainscan model prior|fit|show` and `brainscan bench`.
+
+pub mod analyze;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -6,8 +6,13 @@ use tracing_subscriber::EnvFilter;
 use brainscan::cli::{Cli, Command};
 
 fn init_tracing(json: bool) {
-    let filter = EnvFilter::try_from_env("BRAINSCAN_LOG")
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,hyper=warn"));
+    init_tracing_from(json, "info,sqlx=warn,hyper=warn");
+}
+
+/// Tracing on stderr, filtered by `BRAINSCAN_LOG` or else by `default`.
+fn init_tracing_from(json: bool, default: &str) {
+    let filter =
+        EnvFilter::try_from_env("BRAINSCAN_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -50,6 +55,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             brainscan::store::Db::connect(&store.database_url()).await?;
             println!("database is up to date");
             Ok(())
+        }
+        Command::Analyze(args) => {
+            // Warnings only: its private plugin registry's migrations and built-in installs
+            // are plumbing, and a direct run prints the result and nothing else.
+            init_tracing_from(false, "warn");
+            brainscan::local::analyze::analyze(*args).await
         }
         Command::Scan(args) => {
             init_tracing(false);

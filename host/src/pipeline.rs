@@ -91,6 +91,7 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
             request: &request,
             media: media.file.path(),
             probe: &info,
+            progress: None,
         })
         .await?;
     drop(media);

@@ -10,6 +10,7 @@ mod auth;
 mod billing;
 mod connections;
 mod intelligence;
+mod local_analyze;
 mod openapi;
 mod process;
 mod scans;

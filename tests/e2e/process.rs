@@ -1,73 +1,15 @@
 //! The real binary: a process killed mid-job loses nothing, and SIGTERM hands the job back.
 
 use std::process::Command;
-use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::support::{admin, media_server, serve};
-
-/// Submits a scan and returns its id.
-async fn create_scan(http: &reqwest::Client, base: &str, key: &str, body: &Value) -> String {
-    let created: Value = http
-        .post(format!("{base}/api/v1/scans"))
-        .bearer_auth(key)
-        .json(body)
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
-    created["scan_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no scan id in {created}"))
-        .to_owned()
-}
-
-async fn scan_state(http: &reqwest::Client, base: &str, key: &str, id: &str) -> Value {
-    http.get(format!("{base}/api/v1/scans/{id}"))
-        .bearer_auth(key)
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json")
-}
-
-async fn wait_for(
-    http: &reqwest::Client,
-    base: &str,
-    key: &str,
-    id: &str,
-    pred: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let s = scan_state(http, base, key, id).await;
-        if pred(&s) {
-            return s;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out; last state {s}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
+use crate::support::{admin, create_scan, funded_key, media_server, serve, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_mid_job_then_restarted_loses_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
-    admin(dir.path(), &["org", "create", "acme"]);
-    let key = admin(dir.path(), &["key", "create", "--org", "acme"])
-        .trim()
-        .to_owned();
-    admin(
-        dir.path(),
-        &["wallet", "credit", "--org", "acme", "--usd", "20.00"],
-    );
+    let key = funded_key(dir.path());
     let media = media_server().await;
     let http = reqwest::Client::new();
 

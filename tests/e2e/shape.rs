@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{admin, fixtures, media_server, serve};
+use crate::support::{fixtures, funded_key, media_server, serve};
 
 /// The spec's completed scan, field by field. `additionalProperties` stays open: fields are
 /// additive (low_signal, provenance).
@@ -300,14 +300,7 @@ async fn real_clips_complete_in_the_spec_shape_with_consistent_values() {
         std::fs::copy(clips.join(f), fixtures().dir.join(f)).expect("copy clip");
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    admin(dir.path(), &["org", "create", "acme"]);
-    let key = admin(dir.path(), &["key", "create", "--org", "acme"])
-        .trim()
-        .to_owned();
-    admin(
-        dir.path(),
-        &["wallet", "credit", "--org", "acme", "--usd", "20.00"],
-    );
+    let key = funded_key(dir.path());
     let media = media_server().await;
     let server = serve(dir.path());
     let http = reqwest::Client::new();

@@ -623,6 +623,70 @@ pub fn admin(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("utf8")
 }
 
+/// An organisation `acme` with $20 in its wallet in the data folder `dir`; returns its key.
+pub fn funded_key(dir: &Path) -> String {
+    admin(dir, &["org", "create", "acme"]);
+    let key = admin(dir, &["key", "create", "--org", "acme"])
+        .trim()
+        .to_owned();
+    admin(
+        dir,
+        &["wallet", "credit", "--org", "acme", "--usd", "20.00"],
+    );
+    key
+}
+
+/// Submits a scan and returns its id.
+pub async fn create_scan(http: &reqwest::Client, base: &str, key: &str, body: &Value) -> String {
+    let created: Value = http
+        .post(format!("{base}/api/v1/scans"))
+        .bearer_auth(key)
+        .json(body)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    created["scan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no scan id in {created}"))
+        .to_owned()
+}
+
+pub async fn scan_state(http: &reqwest::Client, base: &str, key: &str, id: &str) -> Value {
+    http.get(format!("{base}/api/v1/scans/{id}"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json")
+}
+
+/// Polls `GET /scans/{id}` every 100 ms until `pred` holds (30 s at most).
+pub async fn wait_for(
+    http: &reqwest::Client,
+    base: &str,
+    key: &str,
+    id: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = scan_state(http, base, key, id).await;
+        if pred(&s) {
+            return s;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out; last state {s}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 pub struct Server {
     pub child: Child,
     pub base: String,
