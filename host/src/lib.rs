@@ -38,4 +38,5 @@ pub mod scan;
 pub mod serve;
 pub mod speech;
 pub mod store;
+pub mod url_syntax;
 pub mod webhooks;

@@ -96,8 +96,9 @@ pub struct RawInput {
 /// Longest URL accepted anywhere in a request.
 pub const MAX_URL_LEN: usize = 2048;
 
-/// Checks that a URL is absolute http(s) with a host and no credentials. Address-level checks
-/// (private ranges, metadata hosts) happen when it is resolved, in `media::guard`.
+/// Checks that a URL is in the grammar the OpenAPI document states ([`crate::url_syntax`]):
+/// absolute http(s) with an ASCII host and no credentials. Address-level checks (private
+/// ranges, metadata hosts) happen when it is resolved, in `media::guard`.
 ///
 /// # Errors
 /// `Invalid` naming `field` for anything else.
@@ -108,8 +109,19 @@ pub fn check_url(field: &'static str, raw: &str) -> Result<Url, RequestError> {
             format!("{field} is longer than {MAX_URL_LEN} characters"),
         ));
     }
-    let url = Url::parse(raw.trim())
-        .map_err(|e| invalid(field, format!("{field} is not a valid URL: {e}")))?;
+    if !crate::url_syntax::matches(raw) {
+        return Err(invalid(
+            field,
+            format!(
+                "{field} is not a URL this API accepts: http or https, a host name in ASCII \
+                 (the xn-- form of an international name is not accepted; use its address), an \
+                 IPv4 or [IPv6] address, an optional port, no credentials, and no spaces or \
+                 non-ASCII characters (percent-encode them)"
+            ),
+        ));
+    }
+    let url =
+        Url::parse(raw).map_err(|e| invalid(field, format!("{field} is not a valid URL: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(invalid(
             field,
@@ -137,27 +149,27 @@ pub fn normalise_input(raw: &RawInput) -> Result<InputSpec, RequestError> {
         .kind
         .as_deref()
         .ok_or_else(|| invalid("input.type", "input.type is required (video, audio or url)"))?;
-    let non_empty = |v: &Option<String>| {
-        v.as_deref()
-            .filter(|s| !s.trim().is_empty())
-            .map(str::to_owned)
+    // Every URL field the input's shape names is checked when present, the one not used
+    // included: the OpenAPI document says what each may hold, and a request it calls invalid
+    // is refused rather than half-read. Null is absent.
+    let checked = |field: &'static str, v: &Option<String>| -> Result<Option<Url>, RequestError> {
+        v.as_deref().map(|u| check_url(field, u)).transpose()
     };
     let (field, url, modality) = match kind {
-        "video" => {
-            let (field, url) = match (non_empty(&raw.video_url), non_empty(&raw.url)) {
-                (Some(u), _) => ("input.video_url", Some(u)),
-                (None, Some(u)) => ("input.url", Some(u)),
-                (None, None) => ("input.video_url", None),
+        "video" | "audio" => {
+            let (named_field, named) = if kind == "video" {
+                ("input.video_url", &raw.video_url)
+            } else {
+                ("input.audio_url", &raw.audio_url)
             };
-            (field, url, "video".to_owned())
-        }
-        "audio" => {
-            let (field, url) = match (non_empty(&raw.audio_url), non_empty(&raw.url)) {
-                (Some(u), _) => ("input.audio_url", Some(u)),
+            let named = checked(named_field, named)?;
+            let fallback = checked("input.url", &raw.url)?;
+            let (field, url) = match (named, fallback) {
+                (Some(u), _) => (named_field, Some(u)),
                 (None, Some(u)) => ("input.url", Some(u)),
-                (None, None) => ("input.audio_url", None),
+                (None, None) => (named_field, None),
             };
-            (field, url, "audio".to_owned())
+            (field, url, kind.to_owned())
         }
         "url" => {
             let modality = raw.modality.clone().unwrap_or_else(|| "video".to_owned());
@@ -176,7 +188,7 @@ pub fn normalise_input(raw: &RawInput) -> Result<InputSpec, RequestError> {
                     ));
                 }
             }
-            ("input.url", non_empty(&raw.url), modality)
+            ("input.url", checked("input.url", &raw.url)?, modality)
         }
         "text" => {
             return Err(RequestError::Unsupported(
@@ -201,7 +213,6 @@ pub fn normalise_input(raw: &RawInput) -> Result<InputSpec, RequestError> {
             format!("{field} is required for input.type {kind:?}"),
         ));
     };
-    let url = check_url(field, &url)?;
     Ok(InputSpec {
         kind: kind.to_owned(),
         url: url.to_string(),

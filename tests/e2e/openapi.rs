@@ -151,6 +151,9 @@ async fn the_statuses_schemathesis_found_undocumented_are_documented() {
         json!({"type": "audio", "audio_url": u}),
         json!({"type": "url", "url": u, "modality": "audio"}),
         json!({"type": "url", "url": u, "text": "ignored"}),
+        json!({"type": "video", "video_url": u, "url": null, "text": null}),
+        json!({"type": "url", "url": u, "modality": null}),
+        json!({"type": "url", "url": "http://[2001:db8::7]:8443/a.mp4"}),
     ] {
         assert!(input.is_valid(&ok), "refused {ok}");
     }
@@ -164,9 +167,44 @@ async fn the_statuses_schemathesis_found_undocumented_are_documented() {
         json!({"type": "url", "url": u, "modality": "smell"}),
         json!({"type": "banana", "url": u}),
         json!({"url": u}),
+        json!({"type": "video", "video_url": null}),
+        json!({"type": "url", "url": null}),
     ] {
         assert!(!input.is_valid(&bad), "accepted {bad}");
     }
+    // What schemathesis's positive_data_acceptance and negative_data_rejection found at seed
+    // 20261123, pinned: the document and the server agree on each (src/url_syntax.rs).
+    let disagreed = [
+        // an unused fallback is still a field the shape names, and is checked
+        json!({"type": "video", "video_url": u, "url": "not a url"}),
+        json!({"type": "audio", "audio_url": u, "url": ""}),
+        // a host the IDNA step would refuse or rewrite
+        json!({"type": "url", "url": "httpS://\u{9d}"}),
+        json!({"type": "url", "url": "https://münchen.de/a.mp4"}),
+        json!({"type": "url", "url": "https://xn--mnchen-3ya.de/a.mp4"}),
+        // a host the parser would read as a bad IPv4 address
+        json!({"type": "url", "url": "http://1.2.3.256/a.mp4"}),
+        json!({"type": "url", "url": "http://cdn.123/a.mp4"}),
+        // white space the old check trimmed
+        json!({"type": "url", "url": " https://cdn.example.com/a.mp4"}),
+        // not RFC 3986, which the document's `format: uri` means
+        json!({"type": "audio", "audio_url": u, "url": "htTp://239.102.242.185:10274#%mN{"}),
+    ];
+    for bad in &disagreed {
+        assert!(!input.is_valid(bad), "the document accepts {bad}");
+        let (s, e) = t.post(&org, "/scans", &json!({ "input": bad })).await;
+        assert_eq!(s.as_u16(), 400, "the server did not refuse {bad}: {e}");
+        assert_eq!(e["error"], "invalid_request", "{bad}: {e}");
+    }
+    // image is a value the spec lists but the service refuses: the document says so.
+    let image = json!({"type": "url", "url": u, "modality": "image"});
+    assert!(!input.is_valid(&image), "the document accepts {image}");
+    let (s, e) = t.post(&org, "/scans", &json!({ "input": image })).await;
+    assert_eq!(
+        (s.as_u16(), e["error"].as_str()),
+        (400, Some("unsupported_input")),
+        "{e}"
+    );
     // webhook_url and Idempotency-Key say what the server accepts too (schemathesis found both).
     let mut hook =
         doc["components"]["schemas"]["CreateScanBody"]["properties"]["webhook_url"].clone();

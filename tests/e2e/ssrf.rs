@@ -26,8 +26,6 @@ async fn hostile_urls_are_refused_before_any_connection() {
         "http://[::ffff:169.254.169.254]/x".into(),
         "http://[::ffff:10.0.0.1]/x".into(),
         "http://[64:ff9b::a9fe:a9fe]/x".into(),
-        "http://2852039166/x".into(), // 169.254.169.254 as one decimal number
-        "http://0xa9.0xfe.0xa9.0xfe/x".into(),
     ];
     let redirects = [
         r(&format!("http://127.0.0.2:{port}/media/clip.mp4")),
@@ -38,6 +36,10 @@ async fn hostile_urls_are_refused_before_any_connection() {
         r("http://127.0.0.1:1/media/clip.mp4"),
         r(&format!("http://localhost:{port}/media/clip.mp4")),
         r(&r(&r("http://192.168.0.1/x"))),
+        // Numeric IPv4 forms: the URL grammar refuses them in a request (below), so the
+        // guard meets them only as redirect targets, which the WHATWG parser reads.
+        r("http://2852039166/x"), // 169.254.169.254 as one decimal number
+        r("http://0xa9.0xfe.0xa9.0xfe/x"),
     ];
     for url in direct.iter().chain(redirects.iter()) {
         let (s, body) = t.submit_url(&org, "video", url).await;
@@ -52,6 +54,8 @@ async fn hostile_urls_are_refused_before_any_connection() {
         "gopher://example.com/",
         "ftp://example.com/clip.mp4",
         "http://user:pw@example.com/a.mp4",
+        "http://2852039166/x",
+        "http://0xa9.0xfe.0xa9.0xfe/x",
     ] {
         let (s, body) = t.submit_url(&org, "video", url).await;
         assert_eq!(s.as_u16(), 400, "{url} -> {body}");

@@ -82,10 +82,6 @@ pub struct InputBody {
     pub modality: Option<String>,
 }
 
-/// What a client may send as an asset or webhook URL: http or https, a host, no credentials,
-/// at most [`scan::MAX_URL_LEN`] characters, as [`scan::check_url`] requires.
-const URL_PATTERN: &str = r"^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\s]+([/?#].*)?$";
-
 /// `webhook_url`: null, blank (no webhook, as the server reads it) or a URL as for the input.
 /// Addresses the SSRF guard refuses (private, loopback) are still refused with 400
 /// `url_not_allowed`: a schema cannot say which hosts resolve where.
@@ -94,7 +90,10 @@ pub fn webhook_url_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::S
     use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
     ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
-        .pattern(Some(format!(r"^\s*$|{URL_PATTERN}")))
+        .pattern(Some(format!(
+            "^[ \\t\\r\\n]*$|{}",
+            crate::url_syntax::PATTERN.as_str()
+        )))
         .max_length(Some(scan::MAX_URL_LEN))
         .description(Some(
             "Receives the completed scan by a signed POST; best-effort, retried. Blank or \
@@ -121,21 +120,27 @@ fn kind_schema(value: &str) -> utoipa::openapi::schema::ObjectBuilder {
 #[must_use]
 pub fn input_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
     use utoipa::openapi::schema::{
-        AllOfBuilder, AnyOfBuilder, ObjectBuilder, OneOfBuilder, SchemaFormat, Type,
+        AllOfBuilder, AnyOfBuilder, ObjectBuilder, OneOfBuilder, SchemaFormat, SchemaType, Type,
     };
     let url = |what: &str| {
         ObjectBuilder::new()
-            .schema_type(Type::String)
+            .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
             .format(Some(SchemaFormat::Custom("uri".into())))
-            .pattern(Some(URL_PATTERN))
+            .pattern(Some(crate::url_syntax::PATTERN.as_str()))
             .min_length(Some(8))
             .max_length(Some(scan::MAX_URL_LEN))
             .description(Some(what))
     };
     let text = || {
         ObjectBuilder::new()
-            .schema_type(Type::String)
+            .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
             .description(Some("Text input is not supported; ignored next to a URL."))
+    };
+    // A field that is there and not null (the server reads null as absent).
+    let present = |field: &str| {
+        ObjectBuilder::new()
+            .property(field, ObjectBuilder::new().schema_type(Type::String))
+            .required(field)
     };
     // A video or audio input: its own URL field, or `url` as the fallback (at least one).
     let media = |kind: &str, title: &str, description: &str| {
@@ -150,8 +155,8 @@ pub fn input_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>
             .description(Some(description));
         AllOfBuilder::new().item(shape).item(
             AnyOfBuilder::new()
-                .item(ObjectBuilder::new().required(named))
-                .item(ObjectBuilder::new().required("url")),
+                .item(present(&named))
+                .item(present("url")),
         )
     };
     let asset = ObjectBuilder::new()
@@ -161,16 +166,21 @@ pub fn input_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>
         .property(
             "modality",
             ObjectBuilder::new()
-                .schema_type(Type::String)
-                .enum_values(Some(["video", "audio", "image"]))
+                .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+                .enum_values(Some([
+                    serde_json::json!("video"),
+                    serde_json::json!("audio"),
+                    serde_json::Value::Null,
+                ]))
                 .description(Some(
-                    "Default video. image is refused with 400 unsupported_input.",
+                    "Default video. image, which the spec lists as a hint, is refused with \
+                     400 unsupported_input, so it is not among the accepted values.",
                 )),
         )
         .property("text", text())
         .required("type")
-        .required("url")
         .description(Some("A URL with a modality hint."));
+    let asset = AllOfBuilder::new().item(asset).item(present("url"));
     OneOfBuilder::new()
         .item(media("video", "VideoInput", "A video: video_url, or url."))
         .item(media("audio", "AudioInput", "Audio: audio_url, or url."))
@@ -235,7 +245,9 @@ fn normalise(app: &App, body: CreateScanBody) -> Result<ScanRequest, ApiError> {
         include_raw: o.include_raw.unwrap_or(d.include_raw),
         include_fmri: o.include_fmri.unwrap_or(d.include_fmri),
     };
-    let webhook_url = match body.webhook_url.as_deref().filter(|w| !w.trim().is_empty()) {
+    // Blank is ASCII white space only, as the document's pattern says it.
+    let blank = |w: &str| w.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+    let webhook_url = match body.webhook_url.as_deref().filter(|w| !blank(w)) {
         None => None,
         Some(w) => {
             let url = scan::check_url("webhook_url", w).map_err(request_error)?;
