@@ -28,6 +28,7 @@ pub mod local;
 pub mod lockout;
 pub mod media;
 pub mod metrics;
+pub mod npy;
 pub mod pipeline;
 pub mod plugins;
 pub mod queue;

@@ -8,6 +8,8 @@
 //! |z| < 0.5 stays dark grey, as sub-threshold voxels do. The row order, the colour scale and
 //! the scan id are written into the PNG's text chunks so the file explains itself.
 
+pub mod surface;
+
 use crate::result::{NETWORKS, StoredSecond};
 
 /// Height of one network's row, pixels.

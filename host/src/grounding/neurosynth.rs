@@ -248,47 +248,6 @@ pub fn centroids(text: &str) -> anyhow::Result<Vec<([f64; 3], usize)>> {
     Ok(out)
 }
 
-/// Reads one little-endian `.npy` array of `f64` (`<f8`) or integers (`<i4`, `<i8`) as f64.
-fn npy(bytes: &[u8], name: &str) -> anyhow::Result<Vec<f64>> {
-    ensure!(
-        bytes.len() >= 10 && &bytes[..6] == b"\x93NUMPY",
-        "{name}: not an .npy array"
-    );
-    let (header_len, start) = match bytes[6] {
-        1 => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
-        2 | 3 if bytes.len() >= 12 => (
-            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-            12,
-        ),
-        v => bail!("{name}: .npy version {v} is not supported"),
-    };
-    let header = bytes
-        .get(start..start + header_len)
-        .and_then(|h| std::str::from_utf8(h).ok())
-        .with_context(|| format!("{name}: truncated header"))?;
-    ensure!(
-        header.contains("'fortran_order': False"),
-        "{name}: Fortran order is not supported"
-    );
-    let body = &bytes[start + header_len..];
-    let out: Vec<f64> = if header.contains("'<f8'") {
-        body.chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-            .collect()
-    } else if header.contains("'<i8'") {
-        body.chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f64)
-            .collect()
-    } else if header.contains("'<i4'") {
-        body.chunks_exact(4)
-            .map(|c| f64::from(i32::from_le_bytes(c.try_into().unwrap_or([0; 4]))))
-            .collect()
-    } else {
-        bail!("{name}: dtype in `{header}` is not supported");
-    };
-    Ok(out)
-}
-
 /// The dense `studies x 50` topic matrix from scipy's sparse `.npz` (CSR or CSC).
 fn topic_matrix(bytes: &[u8]) -> anyhow::Result<(usize, usize, Vec<f64>)> {
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).context(TOPICS)?;
@@ -310,10 +269,10 @@ fn topic_matrix(bytes: &[u8]) -> anyhow::Result<(usize, usize, Vec<f64>)> {
         csc || format.ends_with(b"csr"),
         "{TOPICS}: only csr and csc matrices are read"
     );
-    let shape = npy(&member("shape.npy")?, "shape.npy")?;
-    let data = npy(&member("data.npy")?, "data.npy")?;
-    let indices = npy(&member("indices.npy")?, "indices.npy")?;
-    let indptr = npy(&member("indptr.npy")?, "indptr.npy")?;
+    let shape = crate::npy::read_f64(&member("shape.npy")?, "shape.npy")?;
+    let data = crate::npy::read_f64(&member("data.npy")?, "data.npy")?;
+    let indices = crate::npy::read_f64(&member("indices.npy")?, "indices.npy")?;
+    let indptr = crate::npy::read_f64(&member("indptr.npy")?, "indptr.npy")?;
     ensure!(shape.len() == 2, "{TOPICS}: a 2-d shape expected");
     let (rows, cols) = (shape[0] as usize, shape[1] as usize);
     ensure!(
@@ -560,30 +519,5 @@ mod tests {
                 assert!(p.ci_low[n] <= p.log_odds[n] && p.log_odds[n] <= p.ci_high[n]);
             }
         }
-    }
-
-    #[test]
-    fn npy_reads_the_three_dtypes_and_refuses_others() {
-        let header = |d: &str| {
-            let mut h = format!("{{'descr': '{d}', 'fortran_order': False, 'shape': (2,), }}");
-            while (h.len() + 11) % 64 != 0 {
-                h.push(' ');
-            }
-            h.push('\n');
-            let mut b = b"\x93NUMPY\x01\x00".to_vec();
-            b.extend((h.len() as u16).to_le_bytes());
-            b.extend(h.as_bytes());
-            b
-        };
-        let mut f8 = header("<f8");
-        f8.extend(1.5f64.to_le_bytes());
-        f8.extend((-2.0f64).to_le_bytes());
-        assert_eq!(npy(&f8, "t").expect("f8"), vec![1.5, -2.0]);
-        let mut i4 = header("<i4");
-        i4.extend(7i32.to_le_bytes());
-        i4.extend((-3i32).to_le_bytes());
-        assert_eq!(npy(&i4, "t").expect("i4"), vec![7.0, -3.0]);
-        assert!(npy(&header(">f4"), "t").is_err());
-        assert!(npy(b"garbage", "t").is_err());
     }
 }
