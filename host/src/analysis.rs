@@ -31,7 +31,14 @@ pub struct Analysis {
     pub benchmarks: Option<Arc<BenchmarkTable>>,
     /// Whisper and the voice-activity gate; `None` only in processes that never analyse.
     pub speech: Option<Arc<crate::speech::Speech>>,
+    /// The cortex video maker (`include_fmri`), drawn on qualia's adapter; `None` where no
+    /// scan asks for one (the local `analyze` command).
+    pub cortex: Option<Arc<crate::render::video::CortexVideo>>,
 }
+
+/// The longest a cortex video may take to encode before the scan fails (a 3-minute clip
+/// takes a few seconds on a 2-core machine; see `cargo bench --bench render`).
+const RENDER_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
 
 fn plugin_stage_error(e: &PluginError) -> StageError {
     StageError::permanent("plugin_failed", e.to_string())
@@ -294,6 +301,7 @@ pub fn assemble(
         buy_moments,
         manipulation: outputs.manipulation.map(result::Manipulation::from),
         fmri_key: None,
+        fmri_poster_key: None,
         low_signal: low_signal(&clip.networks),
         provenance,
         modalities: result::StoredModalities {
@@ -385,6 +393,40 @@ pub async fn rerun_manipulation(
 impl Analyzer for Analysis {
     fn lenses(&self) -> Vec<String> {
         self.plugins.snapshot().lenses()
+    }
+
+    fn render_fmri<'a>(
+        &'a self,
+        _scan_id: &'a str,
+        result: &'a ScanResult,
+        work_dir: &'a std::path::Path,
+    ) -> BoxFuture<'a, Result<crate::analyzer::FmriRender, StageError>> {
+        Box::pin(async move {
+            let cortex = self.cortex.as_ref().ok_or_else(|| {
+                StageError::permanent(
+                    "internal_error",
+                    "this process has no cortex renderer (it does not run scans)",
+                )
+            })?;
+            let video = cortex
+                .render(&result.timeline, &result.lenses, work_dir, RENDER_DEADLINE)
+                .await
+                .map_err(|e| StageError {
+                    code: "internal_error",
+                    message: format!("rendering the cortex video: {e:#}"),
+                    transient: true,
+                })?;
+            Ok(crate::analyzer::FmriRender {
+                main: crate::analyzer::RenderedFile {
+                    name: "fmri.mp4",
+                    bytes: video.mp4,
+                },
+                poster: Some(crate::analyzer::RenderedFile {
+                    name: "fmri-poster.png",
+                    bytes: video.poster_png,
+                }),
+            })
+        })
     }
 
     fn analyze<'a>(

@@ -88,6 +88,22 @@ impl std::fmt::Debug for AnalysisInput<'_> {
     }
 }
 
+/// A rendered file of the `include_fmri` artifact.
+#[derive(Debug, Clone)]
+pub struct RenderedFile {
+    /// File name under the scan's artifact folder (`fmri.mp4`); its extension sets the
+    /// content type it is served with.
+    pub name: &'static str,
+    pub bytes: Vec<u8>,
+}
+
+/// What `include_fmri` stores: the artifact `fmri_url` links, and a still (`fmri_poster_url`).
+#[derive(Debug, Clone)]
+pub struct FmriRender {
+    pub main: RenderedFile,
+    pub poster: Option<RenderedFile>,
+}
+
 /// Turns downloaded media into a complete result.
 pub trait Analyzer: Send + Sync + 'static {
     /// Lens names this analyzer can score, beyond which `POST /scans` drops requested lenses.
@@ -97,4 +113,27 @@ pub trait Analyzer: Send + Sync + 'static {
         &'a self,
         input: AnalysisInput<'a>,
     ) -> BoxFuture<'a, Result<ScanResult, StageError>>;
+
+    /// The `include_fmri` artifact of a finished result. The production analysis renders the
+    /// cortex video on its GPU ([`crate::render::video`]); an analyzer without one (the
+    /// tests' fixture analyzers) gets this default, the carpet plot of the seven series
+    /// ([`crate::render::carpet_png`]), which needs no GPU.
+    fn render_fmri<'a>(
+        &'a self,
+        scan_id: &'a str,
+        result: &'a ScanResult,
+        _work_dir: &'a Path,
+    ) -> BoxFuture<'a, Result<FmriRender, StageError>> {
+        Box::pin(async move {
+            let png = crate::render::carpet_png(scan_id, &result.timeline)
+                .map_err(|e| StageError::permanent("internal_error", format!("rendering: {e}")))?;
+            Ok(FmriRender {
+                main: RenderedFile {
+                    name: "fmri.png",
+                    bytes: png,
+                },
+                poster: None,
+            })
+        })
+    }
 }

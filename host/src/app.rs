@@ -211,9 +211,23 @@ impl App {
         } else {
             None
         };
+        // The cortex surface is drawn once, on qualia's adapter, by processes that run scans.
+        let gpu = Arc::new(gpu);
+        let cortex = if config.role.runs_workers() {
+            let (gpu, dir) = (gpu.clone(), config.models_dir.clone());
+            let video = tokio::task::spawn_blocking(move || {
+                crate::render::video::CortexVideo::new(&gpu, &dir)
+            })
+            .await??;
+            tracing::info!("cortex surfaces drawn for include_fmri");
+            Some(Arc::new(video))
+        } else {
+            None
+        };
         let analyzer = Arc::new(crate::analysis::Analysis {
+            cortex,
             qualia: Arc::new(crate::inference::run::Qualia {
-                gpu: Arc::new(gpu),
+                gpu,
                 model: Arc::new(model),
                 listener,
                 faces,

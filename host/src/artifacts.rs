@@ -196,9 +196,10 @@ impl Artifacts {
     }
 }
 
-/// Object key of a scan's fMRI image.
-pub fn fmri_key(scan_id: &str) -> String {
-    format!("scans/{scan_id}/fmri.png")
+/// Object key of a scan's fMRI render named `name` (`fmri.mp4`, `fmri-poster.png`, or
+/// `fmri.png` for the carpet plot of an analyzer without a cortex renderer).
+pub fn fmri_key(scan_id: &str, name: &str) -> String {
+    format!("scans/{scan_id}/{name}")
 }
 
 fn sign(secret: &[u8], key: &str, expires: i64) -> String {

@@ -247,7 +247,12 @@ async fn resolve(input: &str, fetch: &FetchConfig) -> anyhow::Result<Input> {
     Ok(Input { path, _temp: None })
 }
 
-fn qualia(args: &ModelArgs) -> anyhow::Result<Qualia> {
+/// The production qualia (the model, its GPU context, and for v2 the listener and face
+/// detector), as `serve` builds it.
+///
+/// # Errors
+/// A missing model or adapter, with its hint.
+pub fn qualia(args: &ModelArgs) -> anyhow::Result<Qualia> {
     let model = args.load()?;
     let gpu = GpuContext::new()?;
     // v2 reads speech and language: it needs Whisper, the VAD and the embedder.

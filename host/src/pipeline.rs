@@ -101,16 +101,27 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
     }
     let mut result = result;
     if request.options.include_fmri {
-        let png = crate::render::carpet_png(scan_id, &result.timeline)
-            .map_err(|e| StageError::permanent("internal_error", format!("rendering: {e}")))?;
-        let key = crate::artifacts::fmri_key(scan_id);
-        // An unreachable store is worth a retry; the scan is not complete without its image.
-        app.artifacts.put(&key, png).await.map_err(|e| StageError {
-            code: "artifact_store_failed",
-            message: e.to_string(),
-            transient: true,
-        })?;
-        result.fmri_key = Some(key);
+        let render = app
+            .analyzer
+            .render_fmri(scan_id, &result, &app.tmp_dir())
+            .await?;
+        // An unreachable store is worth a retry; the scan is not complete without its render.
+        let store = |file: crate::analyzer::RenderedFile| async move {
+            let key = crate::artifacts::fmri_key(scan_id, file.name);
+            app.artifacts
+                .put(&key, file.bytes)
+                .await
+                .map_err(|e| StageError {
+                    code: "artifact_store_failed",
+                    message: e.to_string(),
+                    transient: true,
+                })?;
+            Ok::<_, StageError>(key)
+        };
+        result.fmri_key = Some(store(render.main).await?);
+        if let Some(poster) = render.poster {
+            result.fmri_poster_key = Some(store(poster).await?);
+        }
     }
     // Embedded now, by the worker, so the first fetch only copies rows into memory.
     let texts = app

@@ -8,7 +8,9 @@
 //! |z| < 0.5 stays dark grey, as sub-threshold voxels do. The row order, the colour scale and
 //! the scan id are written into the PNG's text chunks so the file explains itself.
 
+pub mod cortex;
 pub mod surface;
+pub mod video;
 
 use crate::result::{NETWORKS, StoredSecond};
 

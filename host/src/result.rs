@@ -76,6 +76,9 @@ pub struct ScanResult {
     pub manipulation: Option<Manipulation>,
     /// Object-store key of the rendered fMRI artifact, when one was rendered.
     pub fmri_key: Option<String>,
+    /// Object-store key of its poster image (the cortex video's still), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fmri_poster_key: Option<String>,
     /// True when nothing in the clip changes (black, silent or constant): the result then says
     /// "nothing to read" (see `analysis::NOTHING_TO_READ`).
     #[serde(default)]

@@ -9,6 +9,7 @@ mod artifacts;
 mod auth;
 mod billing;
 mod connections;
+mod cortex;
 mod intelligence;
 mod local_analyze;
 mod openapi;

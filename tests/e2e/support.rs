@@ -361,6 +361,7 @@ pub fn fixture_result(duration: f64, lenses: &[String]) -> ScanResult {
         buy_moments: None,
         manipulation,
         fmri_key: None,
+        fmri_poster_key: None,
         low_signal: false,
         provenance: json!({"model": "test-fixture"}),
         modalities: StoredModalities {

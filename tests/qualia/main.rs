@@ -4,6 +4,7 @@
 
 mod battery;
 mod cli;
+mod cortex_video;
 mod faces;
 mod grounding;
 mod lenses;

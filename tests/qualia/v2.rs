@@ -519,6 +519,7 @@ fn a_low_signal_result_says_nothing_to_read() {
         buy_moments: Some(Vec::new()),
         manipulation: None,
         fmri_key: None,
+        fmri_poster_key: None,
         low_signal: true,
         provenance: serde_json::json!({}),
         modalities: brainscan::result::StoredModalities {

@@ -110,7 +110,7 @@ async fn renders_go_to_the_bucket_and_the_url_is_a_one_hour_presigned_get() {
     // A SigV4 presigned GET straight to the bucket, valid for exactly one hour from now.
     assert!(
         url.starts_with(&format!(
-            "{}/{bucket}/renders/scans/{id}/fmri.png?",
+            "{}/{bucket}/renders/scans/{id}/fmri.mp4?",
             s3.endpoint
         )),
         "{url}"
@@ -131,14 +131,32 @@ async fn renders_go_to_the_bucket_and_the_url_is_a_one_hour_presigned_get() {
         query_param(&url, "X-Amz-Credential").is_some_and(|c| c.starts_with("brainscan-test%2F"))
     );
 
-    // The object is really in the bucket, and is the PNG.
+    // The objects are really in the bucket: the cortex video (an MP4: its first box is
+    // `ftyp`) and its poster PNG, presigned the same way.
     let r = http.get(&url).send().await.expect("fetch");
     assert!(r.status().is_success());
     let bytes = r.bytes().await.expect("bytes");
+    assert_eq!(&bytes[4..8], b"ftyp", "not an MP4");
+    let poster = scan["fmri_poster_url"].as_str().expect("fmri_poster_url");
+    assert!(
+        poster.starts_with(&format!(
+            "{}/{bucket}/renders/scans/{id}/fmri-poster.png?",
+            s3.endpoint
+        )),
+        "{poster}"
+    );
+    let bytes = http
+        .get(poster)
+        .send()
+        .await
+        .expect("poster")
+        .bytes()
+        .await
+        .expect("bytes");
     let reader = png::Decoder::new(std::io::Cursor::new(bytes.to_vec()))
         .read_info()
         .expect("png");
-    assert_eq!(reader.info().height, 7 * 24 + 6 * 2);
+    assert_eq!(reader.info().height, brainscan::render::video::HEIGHT);
     // Nothing was written to a local folder instead.
     assert!(!cluster.dir.path().join("artifacts/scans").exists());
 }

@@ -52,6 +52,8 @@ pub async fn get_artifact(
     })?;
     let content_type = if key.ends_with(".png") {
         "image/png"
+    } else if key.ends_with(".mp4") {
+        "video/mp4"
     } else {
         "application/octet-stream"
     };

@@ -76,14 +76,24 @@ pub struct CompletedScan {
     pub buy_moments: Option<Option<Vec<BuyMoment>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub manipulation: Option<Manipulation>,
-    /// Present (possibly null) when include_fmri: a signed URL to the carpet-plot PNG that
-    /// works for one hour from this response. Null when the render could not be stored.
+    /// Present (possibly null) when include_fmri: a signed URL, working for one hour from
+    /// this response, to the cortex video: an H.264 MP4 of the HCP surface coloured by the
+    /// model's predicted network values, 10 frames a second, with the lens curves and a
+    /// playhead. Null when the render could not be stored.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fmri_url: Option<Option<String>>,
     /// Object key behind `fmri_url`; signed per response by [`sign_artifact_urls`].
     #[serde(skip)]
     #[schema(ignore)]
     pub fmri_key: Option<String>,
+    /// Additive, present (possibly null) when include_fmri: a signed one-hour URL to a PNG
+    /// still of the video, at the clip's most pronounced predicted response.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fmri_poster_url: Option<Option<String>>,
+    /// Object key behind `fmri_poster_url`.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub fmri_poster_key: Option<String>,
     /// Additive: true when nothing in the clip changes (black, silent or constant). The
     /// result then says "nothing to read": no overall score, no moments, a summary that says
     /// why.
@@ -219,6 +229,8 @@ pub fn completed(scan_id: &str, request: &ScanRequest, result: ScanResult) -> Co
         // Signed per response (the link must outlive the response by an hour, not the scan).
         fmri_url: o.include_fmri.then_some(None),
         fmri_key: result.fmri_key.filter(|_| o.include_fmri),
+        fmri_poster_url: o.include_fmri.then_some(None),
+        fmri_poster_key: result.fmri_poster_key.filter(|_| o.include_fmri),
         low_signal: result.low_signal,
         modalities: result.modalities,
         provenance: result.provenance,
@@ -232,19 +244,28 @@ pub async fn sign_artifact_urls(app: &crate::app::App, view: &mut ScanView, base
     let ScanView::Completed(scan) = view else {
         return;
     };
-    let (Some(key), Some(url)) = (scan.fmri_key.as_deref(), scan.fmri_url.as_mut()) else {
-        return;
-    };
     let now = app.clock.now_ms() / 1000;
-    match app
-        .artifacts
-        .signed_url(key, base.unwrap_or_default(), now)
-        .await
-    {
-        Ok(signed) if base.is_some() || signed.starts_with("http") => *url = Some(signed),
-        Ok(_) => {}
-        Err(e) => {
-            tracing::warn!(scan.id = %scan.scan_id, error = %e, "could not sign the fMRI URL")
+    let pairs = [
+        (scan.fmri_key.as_deref(), scan.fmri_url.as_mut()),
+        (
+            scan.fmri_poster_key.as_deref(),
+            scan.fmri_poster_url.as_mut(),
+        ),
+    ];
+    for (key, url) in pairs {
+        let (Some(key), Some(url)) = (key, url) else {
+            continue;
+        };
+        match app
+            .artifacts
+            .signed_url(key, base.unwrap_or_default(), now)
+            .await
+        {
+            Ok(signed) if base.is_some() || signed.starts_with("http") => *url = Some(signed),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(scan.id = %scan.scan_id, error = %e, "could not sign an fMRI URL")
+            }
         }
     }
 }

@@ -378,7 +378,23 @@ impl GpuContext {
         )
     }
 
-    fn check_errors(&self) -> Result<(), GpuError> {
+    /// The device, for other GPU work on the same adapter (the cortex render).
+    #[must_use]
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The device's queue.
+    #[must_use]
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// Errors the device reported since the last check (validation, lost device), as one.
+    ///
+    /// # Errors
+    /// [`GpuError::Kernel`] with the messages.
+    pub fn check_errors(&self) -> Result<(), GpuError> {
         let mut v = self
             .errors
             .lock()

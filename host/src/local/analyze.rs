@@ -109,6 +109,8 @@ pub async fn completed_json(args: &AnalyzeArgs) -> anyhow::Result<serde_json::Va
         plugins: registry,
         benchmarks,
         speech,
+        // `analyze` prints the result; it renders no artifact.
+        cortex: None,
     };
     let (model, requested_model) = crate::scan::normalise_model(None)?;
     let modality = if probe.has_video { "video" } else { "audio" };

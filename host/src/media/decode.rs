@@ -67,7 +67,9 @@ const STDERR_TAIL: usize = 16 * 1024;
 /// Reads ffmpeg's stderr while it decodes, keeping only [`STDERR_HEAD`] and [`STDERR_TAIL`]
 /// bytes. Read only at the end, a pipe fills at 64 KiB: a corrupt file that makes ffmpeg write
 /// more errors than that blocks it on the write, so the decode stalled until its deadline.
-fn drain_stderr(mut err: tokio::process::ChildStderr) -> tokio::task::JoinHandle<String> {
+pub(crate) fn drain_stderr(
+    mut err: tokio::process::ChildStderr,
+) -> tokio::task::JoinHandle<String> {
     tokio::spawn(async move {
         let (mut head, mut tail) = (Vec::new(), Vec::new());
         let mut skipped = false;
