@@ -8,6 +8,7 @@ mod support;
 mod artifacts;
 mod auth;
 mod billing;
+mod compare;
 mod connections;
 mod cortex;
 mod intelligence;

@@ -19,7 +19,7 @@ fn response_schema(doc: &Value, path: &str, method: &str, status: u16) -> Value 
     Value::Object(root)
 }
 
-fn assert_valid(doc: &Value, path: &str, method: &str, status: u16, body: &Value) {
+pub fn assert_valid(doc: &Value, path: &str, method: &str, status: u16, body: &Value) {
     let schema = response_schema(doc, path, method, status);
     let validator = jsonschema::draft202012::new(&schema).expect("schema compiles");
     let errors: Vec<String> = validator
@@ -33,7 +33,7 @@ fn assert_valid(doc: &Value, path: &str, method: &str, status: u16, body: &Value
 }
 
 /// The document the running server serves.
-async fn served_document(t: &TestApp) -> Value {
+pub async fn served_document(t: &TestApp) -> Value {
     t.http
         .get(t.url("/openapi.json"))
         .send()

@@ -73,6 +73,7 @@ impl Modify for BearerKey {
         super::wallet::get_wallet,
         super::intelligence::get_intelligence,
         super::analyze::analyze,
+        super::compare::compare,
         super::lenses::list_lenses,
     ),
     modifiers(&BearerKey, &RateLimited),

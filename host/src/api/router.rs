@@ -19,7 +19,8 @@ use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::TraceLayer;
 
 use super::{
-    ApiError, admin, analyze, artifacts, health, intelligence, lenses, openapi, scans, wallet,
+    ApiError, admin, analyze, artifacts, compare, health, intelligence, lenses, openapi, scans,
+    wallet,
 };
 use crate::app::App;
 
@@ -113,6 +114,7 @@ pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
         .route("/scans/{id}", get(scans::get_scan))
         .route("/scans/{id}/cancel", post(scans::cancel_scan))
         .route("/analyze", post(analyze::analyze))
+        .route("/compare", get(compare::compare))
         .route("/lenses", get(lenses::list_lenses))
         // Money
         .route("/wallet", get(wallet::get_wallet))
