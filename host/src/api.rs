@@ -5,6 +5,7 @@ pub mod admin;
 pub mod analyze;
 pub mod artifacts;
 pub mod compare;
+pub mod console;
 pub mod error;
 pub mod extract;
 pub mod health;

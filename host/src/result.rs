@@ -91,7 +91,8 @@ pub struct ScanResult {
     #[serde(default = "both_streams")]
     pub modalities: StoredModalities,
     /// The transcript the plugins saw (empty when the clip had no speech or no transcript
-    /// was made); kept for re-runs and the intelligence memory. Not shown by `GET`.
+    /// was made); kept for re-runs and the intelligence memory, and shown by `GET` as the
+    /// additive `transcript`.
     #[serde(default)]
     pub transcript: Vec<TranscriptLine>,
 }
@@ -117,7 +118,7 @@ fn both_streams() -> StoredModalities {
 }
 
 /// One line of a scan's transcript (subtitles or speech recognition), times in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TranscriptLine {
     pub start_sec: f32,
     pub end_sec: f32,

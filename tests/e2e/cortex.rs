@@ -59,6 +59,22 @@ async fn include_fmri_links_the_cortex_video_and_its_poster() {
         "video {duration} s, clip {clip} s"
     );
 
+    // A browser seeks with byte ranges: the store answers them.
+    let whole = std::fs::metadata(&video).expect("size").len();
+    let r = http
+        .get(url)
+        .header("Range", "bytes=0-99")
+        .send()
+        .await
+        .expect("range");
+    assert_eq!(r.status(), 206);
+    assert_eq!(r.headers()["accept-ranges"], "bytes");
+    assert_eq!(
+        r.headers()["content-range"].to_str().expect("ascii"),
+        format!("bytes 0-99/{whole}")
+    );
+    assert_eq!(r.bytes().await.expect("bytes").len(), 100);
+
     let poster = scan["fmri_poster_url"].as_str().expect("fmri_poster_url");
     let r = http.get(poster).send().await.expect("poster");
     assert_eq!(r.headers()["content-type"], "image/png");

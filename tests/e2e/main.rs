@@ -10,6 +10,7 @@ mod auth;
 mod billing;
 mod compare;
 mod connections;
+mod console;
 mod cortex;
 mod intelligence;
 mod local_analyze;

@@ -3,13 +3,11 @@
 //! spec's completed shape — written out below as a JSON Schema straight from the spec's
 //! tables — and the values agree with each other (delta = to − from, shares sum to 1, …).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{fixtures, funded_key, media_server, serve};
+use crate::support::{call, fixtures, funded_key, media_server, real_clips, serve};
 
 /// The spec's completed scan, field by field. `additionalProperties` stays open: fields are
 /// additive (low_signal, provenance).
@@ -263,34 +261,6 @@ fn assert_consistent(scan: &Value, lenses: &[&str]) {
         scan["provenance"]["benchmark"]["lens_plugin"],
         "lens-standard@2.0.0"
     );
-}
-
-fn real_clips() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new(root.join("scripts/fetch-test-media"))
-        .output()
-        .expect("scripts/fetch-test-media runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8(out.stdout).expect("utf8").trim())
-}
-
-/// One authenticated JSON call; `body` makes it a POST.
-async fn call(http: &reqwest::Client, url: String, key: &str, body: Option<&Value>) -> Value {
-    let req = match body {
-        Some(b) => http.post(url).json(b),
-        None => http.get(url),
-    };
-    req.bearer_auth(key)
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -606,6 +606,35 @@ impl TestApp {
     }
 }
 
+/// The folder of the real test clips (`scripts/fetch-test-media` fetches them once).
+pub fn real_clips() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new(root.join("scripts/fetch-test-media"))
+        .output()
+        .expect("scripts/fetch-test-media runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).expect("utf8").trim())
+}
+
+/// One authenticated JSON call; `body` makes it a POST.
+pub async fn call(http: &reqwest::Client, url: String, key: &str, body: Option<&Value>) -> Value {
+    let req = match body {
+        Some(b) => http.post(url).json(b),
+        None => http.get(url),
+    };
+    req.bearer_auth(key)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json")
+}
+
 /// The real binary, for tests of processes.
 pub const BIN: &str = env!("CARGO_BIN_EXE_brainscan");
 
@@ -704,6 +733,11 @@ impl Drop for Server {
 /// `brainscan serve` on a free loopback port with short queue timings; returns once it
 /// prints its address.
 pub fn serve(dir: &Path) -> Server {
+    serve_with_env(dir, &[])
+}
+
+/// [`serve`] with extra environment variables (e.g. `BRAINSCAN_ADMIN_TOKEN`).
+pub fn serve_with_env(dir: &Path, env: &[(&str, &str)]) -> Server {
     let mut child = Command::new(BIN)
         .args([
             "serve",
@@ -725,6 +759,7 @@ pub fn serve(dir: &Path) -> Server {
         ])
         .env("BRAINSCAN_DATA_DIR", dir)
         .env("BRAINSCAN_LOG", "warn")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

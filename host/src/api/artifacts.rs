@@ -3,6 +3,9 @@
 //! No API key: the URL's HMAC is the credential, so a client can hand the link to a browser
 //! or an `<img>` tag. An expired or tampered link answers 403 with the usual error body; a
 //! service on S3 hands out bucket URLs and refuses every URL here.
+//!
+//! Single byte ranges (`Range: bytes=a-b`, `bytes=a-`, `bytes=-n`) are answered 206 with
+//! `Content-Range`: a browser's `<video>` can only seek in a file served this way.
 
 use std::sync::Arc;
 
@@ -21,9 +24,34 @@ pub struct SignedQuery {
     signature: String,
 }
 
+/// The byte range a `Range` header asks of a body of `len` bytes: `None` for the whole body
+/// (no header, several ranges, another unit), `Err(())` when it cannot be satisfied.
+fn byte_range(header: Option<&str>, len: u64) -> Option<Result<(u64, u64), ()>> {
+    let spec = header?.trim().strip_prefix("bytes=")?;
+    if spec.contains(',') {
+        return None;
+    }
+    let (a, b) = spec.split_once('-')?;
+    let (a, b) = (a.trim(), b.trim());
+    let range = match (a.parse::<u64>().ok(), b.parse::<u64>().ok()) {
+        (Some(start), Some(end)) if a.len() <= 20 && start <= end => {
+            (start, end.min(len.saturating_sub(1)))
+        }
+        (Some(start), None) if b.is_empty() => (start, len.saturating_sub(1)),
+        (None, Some(n)) if a.is_empty() && n > 0 => (len.saturating_sub(n), len.saturating_sub(1)),
+        _ => return None,
+    };
+    Some(if len == 0 || range.0 >= len {
+        Err(())
+    } else {
+        Ok(range)
+    })
+}
+
 pub async fn get_artifact(
     State(app): State<Arc<App>>,
     Path(key): Path<String>,
+    headers: axum::http::HeaderMap,
     query: Result<Query<SignedQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Ok(Query(q)) = query else {
@@ -57,13 +85,53 @@ pub async fn get_artifact(
     } else {
         "application/octet-stream"
     };
-    Ok((
-        [
-            (header::CONTENT_TYPE, content_type),
-            // The link itself expires; caches must not outlive it.
-            (header::CACHE_CONTROL, "private, max-age=3600"),
-        ],
-        bytes,
-    )
-        .into_response())
+    let len = bytes.len() as u64;
+    let common = [
+        (header::CONTENT_TYPE, content_type.to_owned()),
+        // The link itself expires; caches must not outlive it.
+        (header::CACHE_CONTROL, "private, max-age=3600".to_owned()),
+        (header::ACCEPT_RANGES, "bytes".to_owned()),
+    ];
+    let asked = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
+    match byte_range(asked, len) {
+        None => Ok((common, bytes).into_response()),
+        Some(Ok((start, end))) => {
+            let part = bytes.slice(start as usize..=end as usize);
+            let mut r = (StatusCode::PARTIAL_CONTENT, common, part).into_response();
+            if let Ok(v) = format!("bytes {start}-{end}/{len}").parse() {
+                r.headers_mut().insert(header::CONTENT_RANGE, v);
+            }
+            Ok(r)
+        }
+        Some(Err(())) => {
+            let mut r = ApiError::new(
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                "range_not_satisfiable",
+                format!("the artifact has {len} bytes"),
+            )
+            .into_response();
+            if let Ok(v) = format!("bytes */{len}").parse() {
+                r.headers_mut().insert(header::CONTENT_RANGE, v);
+            }
+            Ok(r)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::byte_range;
+
+    #[test]
+    fn reads_single_byte_ranges_as_rfc_9110_defines_them() {
+        assert_eq!(byte_range(None, 100), None);
+        assert_eq!(byte_range(Some("bytes=0-9"), 100), Some(Ok((0, 9))));
+        assert_eq!(byte_range(Some("bytes=90-"), 100), Some(Ok((90, 99))));
+        assert_eq!(byte_range(Some("bytes=-10"), 100), Some(Ok((90, 99))));
+        assert_eq!(byte_range(Some("bytes=50-500"), 100), Some(Ok((50, 99))));
+        assert_eq!(byte_range(Some("bytes=100-"), 100), Some(Err(())));
+        assert_eq!(byte_range(Some("bytes=0-1,5-6"), 100), None);
+        assert_eq!(byte_range(Some("items=0-1"), 100), None);
+        assert_eq!(byte_range(Some("bytes=9-3"), 100), None);
+    }
 }

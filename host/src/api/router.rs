@@ -19,8 +19,8 @@ use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::TraceLayer;
 
 use super::{
-    ApiError, admin, analyze, artifacts, compare, health, intelligence, lenses, openapi, scans,
-    wallet,
+    ApiError, admin, analyze, artifacts, compare, console, health, intelligence, lenses, openapi,
+    scans, wallet,
 };
 use crate::app::App;
 
@@ -142,7 +142,11 @@ pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
     let serves_api = app.config.role.serves_api();
     let mut routes = Router::new();
     if serves_api && surface != Surface::Operations {
-        routes = routes.nest("/api/v1", api);
+        routes = routes
+            .nest("/api/v1", api)
+            .route("/console", get(console::index))
+            .route("/console/", get(console::index))
+            .route("/console/{file}", get(console::asset));
     }
     if serves_api && surface != Surface::Public {
         routes = routes.nest("/admin/v1", admin);

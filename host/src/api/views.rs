@@ -103,6 +103,9 @@ pub struct CompletedScan {
     /// Additive: which model and analysis modules produced this result.
     #[schema(value_type = Object)]
     pub provenance: serde_json::Value,
+    /// Additive: what was said, with times in seconds (subtitles or speech recognition;
+    /// `provenance.transcript` says which). Empty when the clip had no speech.
+    pub transcript: Vec<TranscriptEntry>,
 }
 
 /// `GET /scans/{id}`: the in-flight or the completed shape.
@@ -234,7 +237,25 @@ pub fn completed(scan_id: &str, request: &ScanRequest, result: ScanResult) -> Co
         low_signal: result.low_signal,
         modalities: result.modalities,
         provenance: result.provenance,
+        transcript: result
+            .transcript
+            .into_iter()
+            .map(|l| TranscriptEntry {
+                // Stored as f32; shown to the hundredth, so 0.29 does not read 0.28999999.
+                start_sec: (f64::from(l.start_sec) * 100.0).round() / 100.0,
+                end_sec: (f64::from(l.end_sec) * 100.0).round() / 100.0,
+                text: l.text,
+            })
+            .collect(),
     }
+}
+
+/// One line of the transcript as `GET` shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TranscriptEntry {
+    pub start_sec: f64,
+    pub end_sec: f64,
+    pub text: String,
 }
 
 /// Fills `fmri_url` with a fresh signed URL. `base` is this service's public URL (needed by
