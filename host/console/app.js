@@ -5,13 +5,17 @@
 const KEY = "brainscan.key";
 const ADMIN = "brainscan.admin";
 const LENS_COLOURS = ["#ffc43d", "#56ccf2", "#6fcf97", "#ff79c6", "#bb86fc", "#ff914d"];
-const BENCH_SHADES = {
-  "well above average": "rgba(111,207,151,.12)",
-  "above average": "rgba(111,207,151,.06)",
-  "average": "rgba(0,0,0,0)",
-  "below average": "rgba(255,107,107,.06)",
-  "well below average": "rgba(255,107,107,.12)",
-};
+// The benchmark labels' score ranges, shaded behind a lens's curve (GET /lenses gives the
+// scores where the labels change: the corpus's 20th, 40th, 70th and 90th percentiles).
+function benchmarkBands(b) {
+  return [
+    { from: 0, to: b.p20, fill: "rgba(255,107,107,.13)", label: "well below average" },
+    { from: b.p20, to: b.p40, fill: "rgba(255,107,107,.06)", label: "below average" },
+    { from: b.p40, to: b.p70, fill: "rgba(255,255,255,.05)", label: "average" },
+    { from: b.p70, to: b.p90, fill: "rgba(111,207,151,.07)", label: "above average" },
+    { from: b.p90, to: 100, fill: "rgba(111,207,151,.14)", label: "well above average" },
+  ];
+}
 const SVG = "http://www.w3.org/2000/svg";
 
 let timer = null; // the page's refresh timer, cleared on every navigation
@@ -120,12 +124,11 @@ function lineChart(series, options = {}) {
   for (let s = 0; s < n; s += step) {
     const t = svg("text", { x: x(s) - 10, y: H - 6 }); t.textContent = clock(s); root.append(t);
   }
-  const slot = (W - L - R) / Math.max(1, n - 1); // one second's width on the x axis
   for (const band of options.bands || []) {
-    const left = Math.max(L, x(band.second) - slot / 2);
-    const right = Math.min(W - R, x(band.second) + slot / 2);
-    root.append(svg("rect", { class: "band", x: left, y: T, width: Math.max(0, right - left),
-      height: H - T - B, fill: band.fill, "data-second": band.second }));
+    const r = svg("rect", { class: "band", x: L, y: y(band.to), width: W - L - R,
+      height: Math.max(0, y(band.from) - y(band.to)), fill: band.fill, "data-label": band.label });
+    const title = svg("title"); title.textContent = `${band.label}: ${band.from}–${band.to}`; r.append(title);
+    root.append(r);
   }
   for (const w of options.windows || []) {
     const r = svg("rect", { class: "buy", x: x(w.start), y: T, width: Math.max(2, x(w.end) - x(w.start)),
@@ -310,8 +313,9 @@ async function scan(id) {
   const series = lenses.map((l, i) => ({ name: l, colour: LENS_COLOURS[i % LENS_COLOURS.length],
     values: s.timeline.map((t) => t.scores[l]) }));
   const first = lenses[0];
-  const bands = s.timeline.filter((t) => t.benchmark && t.benchmark[first])
-    .map((t) => ({ second: t.second, fill: BENCH_SHADES[t.benchmark[first].label] || "transparent" }));
+  const lensList = await guarded(() => api("/lenses"));
+  const firstBands = lensList && lensList.benchmark_bands && lensList.benchmark_bands[first];
+  const bands = firstBands ? benchmarkBands(firstBands) : [];
   const moments = (s.moments || []).map((m) => ({ second: m.second, lens: m.lens, reason: m.reason,
     value: (s.timeline[m.second] || { scores: {} }).scores[m.lens] ?? 50,
     colour: LENS_COLOURS[Math.max(0, lenses.indexOf(m.lens)) % 6] }));
@@ -354,7 +358,9 @@ async function scan(id) {
         video || el("p", { class: "muted", text: "Created without include_fmri: no cortex video." })),
       el("section", { class: "card" }, el("h2", { text: "Transcript" }), transcript)),
     el("section", { class: "card" }, el("h2", { text: "Lens scores" }), legend(series), chart, readout,
-      el("p", { class: "muted", text: `Shading behind the curves: where ${first} sits against the benchmark corpus (green above, red below average). Green boxes: buy-moment windows. Dots: moments (hover or focus for the reason; click to jump).` })),
+      el("p", { class: "muted", text: bands.length
+        ? `Shaded bands: the benchmark corpus's ranges for ${first} (red below average, grey average, green above). Green boxes: buy-moment windows. Dots: moments (hover or focus for the reason; click to jump).`
+        : "Green boxes: buy-moment windows. Dots: moments (hover or focus for the reason; click to jump). No benchmark for these lenses." })),
     manipulationCard(s.manipulation),
     provenanceCard(s.provenance || {}));
 }

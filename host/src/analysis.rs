@@ -395,6 +395,25 @@ impl Analyzer for Analysis {
         self.plugins.snapshot().lenses()
     }
 
+    fn benchmark_bands(
+        &self,
+    ) -> std::collections::BTreeMap<String, crate::benchmark::BenchmarkBands> {
+        let Some(table) = self.benchmarks.as_deref() else {
+            return std::collections::BTreeMap::new();
+        };
+        let active = self.plugins.snapshot();
+        active
+            .lenses()
+            .into_iter()
+            .filter(|l| {
+                active
+                    .lens_plugin(l)
+                    .is_some_and(|p| table.applies_to(&p.manifest.id()))
+            })
+            .filter_map(|l| table.bands(&l).map(|b| (l, b)))
+            .collect()
+    }
+
     fn render_fmri<'a>(
         &'a self,
         _scan_id: &'a str,

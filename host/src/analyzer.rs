@@ -109,6 +109,14 @@ pub trait Analyzer: Send + Sync + 'static {
     /// Lens names this analyzer can score, beyond which `POST /scans` drops requested lenses.
     fn lenses(&self) -> Vec<String>;
 
+    /// Each lens's benchmark bands, for the lenses whose active plugin the benchmark table
+    /// was built with (others have no benchmark, as in the results). None by default.
+    fn benchmark_bands(
+        &self,
+    ) -> std::collections::BTreeMap<String, crate::benchmark::BenchmarkBands> {
+        std::collections::BTreeMap::new()
+    }
+
     fn analyze<'a>(
         &'a self,
         input: AnalysisInput<'a>,

@@ -35,6 +35,17 @@ pub struct CorpusClip {
     pub audio: bool,
 }
 
+/// Where one lens's benchmark labels change, in score units: below `p20` is "well below
+/// average", `p20`–`p40` "below average", `p40`–`p70` "average", `p70`–`p90` "above
+/// average", above `p90` "well above average".
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct BenchmarkBands {
+    pub p20: f64,
+    pub p40: f64,
+    pub p70: f64,
+    pub p90: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchmarkTable {
     pub format: u32,
@@ -217,6 +228,19 @@ impl BenchmarkTable {
                 percentile: p,
                 label: benchmark_label(p).to_owned(),
             })
+    }
+
+    /// The scores at which a lens's benchmark label changes (the 20th, 40th, 70th and 90th
+    /// corpus percentiles; see [`benchmark_label`]).
+    pub fn bands(&self, lens: &str) -> Option<BenchmarkBands> {
+        let q = self.quantiles.get(lens)?;
+        let at = |p: usize| q.get(p).copied().map(|v| (v * 10.0).round() / 10.0);
+        Some(BenchmarkBands {
+            p20: at(20)?,
+            p40: at(40)?,
+            p70: at(70)?,
+            p90: at(90)?,
+        })
     }
 
     /// Whether this table's percentiles apply to scores from plugin `name@version`.

@@ -59,6 +59,15 @@ async fn compare_overlays_two_scans_of_the_caller_and_charges_each_once() {
     assert_eq!(t.app.db.charge_count(&b).await.expect("count"), 1);
     let doc = served_document(&t).await;
     assert_valid(&doc, "/api/v1/compare", "get", 200, &c);
+    // An empty id is refused (400), so the document says ids are not empty (schemathesis).
+    for p in doc["paths"]["/api/v1/compare"]["get"]["parameters"]
+        .as_array()
+        .expect("parameters")
+    {
+        assert_eq!(p["schema"]["minLength"], 1, "{p}");
+    }
+    let (s, e) = t.get(&org, "/compare?a=&b=").await;
+    assert_eq!(s.as_u16(), 400, "{e}");
 
     // Another organisation sees neither scan: 404, exactly as for a scan that does not exist.
     let (s, e) = t.get(&other, &format!("/compare?a={a}&b={b}")).await;

@@ -269,6 +269,30 @@ async fn the_console_drives_the_whole_service_in_a_real_browser() {
         .await
         .expect("curves");
     assert_eq!(curves.len(), 4);
+    // The benchmark bands behind the first lens are the corpus ranges GET /lenses gives.
+    let bands = api(&http, &base, &key, "/lenses").await["benchmark_bands"]["attention"].clone();
+    let average = c
+        .execute(
+            "return document.querySelector('#chart rect.band[data-label=\"average\"] title').textContent",
+            vec![],
+        )
+        .await
+        .expect("band");
+    let shown: Vec<f64> = average
+        .as_str()
+        .and_then(|t| t.strip_prefix("average: "))
+        .expect("an average band")
+        .split('–')
+        .map(|v| v.parse().expect("a number"))
+        .collect();
+    assert_eq!(
+        shown,
+        vec![
+            bands["p40"].as_f64().expect("p40"),
+            bands["p70"].as_f64().expect("p70")
+        ],
+        "{bands}"
+    );
     let moments = scan["moments"].as_array().expect("moments");
     assert!(!moments.is_empty(), "jfk.wav has moments: {scan}");
     let dots = c

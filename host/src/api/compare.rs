@@ -82,12 +82,12 @@ pub struct Comparison {
 #[utoipa::path(
     get, path = "/api/v1/compare", tag = "scans",
     params(
-        ("a" = String, Query, description = "A scan_id of your organisation"),
-        ("b" = String, Query, description = "Another (or the same) scan_id of your organisation"),
+        ("a" = String, Query, min_length = 1, description = "A scan_id of your organisation"),
+        ("b" = String, Query, min_length = 1, description = "Another (or the same) scan_id of your organisation"),
     ),
     responses(
         (status = 200, body = Comparison),
-        (status = 400, description = "a or b is missing", body = ErrorBody),
+        (status = 400, description = "a or b is missing or empty", body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 404, description = "No such scan in your organisation", body = ErrorBody),
         (status = 409, description = "scan_not_complete", body = ErrorBody),

@@ -20,6 +20,9 @@ pub struct LensList {
     pub lenses: Vec<String>,
     /// The lenses used when a request names none.
     pub default: Vec<String>,
+    /// Additive: where each lens's benchmark labels change, in score units (the corpus's
+    /// 20th, 40th, 70th and 90th percentiles), for lenses that have a benchmark.
+    pub benchmark_bands: std::collections::BTreeMap<String, crate::benchmark::BenchmarkBands>,
 }
 
 /// List the lenses that can be requested.
@@ -39,5 +42,6 @@ pub async fn list_lenses(
             .iter()
             .map(|s| (*s).to_owned())
             .collect(),
+        benchmark_bands: app.analyzer.benchmark_bands(),
     }))
 }
