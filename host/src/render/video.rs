@@ -248,6 +248,23 @@ pub fn frames(
     (0..count).map(move |i| frame(panel, timeline, &base, i))
 }
 
+/// libx264's speed/size trade-off for the cortex video.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Encoder {
+    /// An x264 preset (`ultrafast` … `veryslow`).
+    pub preset: &'static str,
+    /// Constant rate factor: lower is larger and closer to the frames.
+    pub crf: u8,
+}
+
+impl Encoder {
+    /// What the service uses (see `cargo bench --bench render` for the choice).
+    pub const SHIPPED: Self = Self {
+        preset: "veryfast",
+        crf: 23,
+    };
+}
+
 /// Encodes the cortex video of `timeline` with ffmpeg (`ffmpeg` on PATH), working in
 /// `work_dir`, within `deadline`.
 ///
@@ -260,8 +277,10 @@ pub async fn encode(
     lenses: Arc<Vec<String>>,
     work_dir: &Path,
     deadline: Duration,
+    encoder: Encoder,
 ) -> anyhow::Result<Video> {
     ensure!(!timeline.is_empty(), "no seconds to render");
+    let crf = encoder.crf.to_string();
     let out = tempfile::Builder::new()
         .prefix("cortex-")
         .suffix(".mp4")
@@ -273,7 +292,7 @@ pub async fn encode(
         .args(["-hide_banner", "-nostdin", "-loglevel", "error", "-y"])
         .args(["-f", "rawvideo", "-pix_fmt", "rgb24", "-s", &size])
         .args(["-framerate", &rate, "-i", "pipe:0"])
-        .args(["-c:v", "libx264", "-preset", "veryfast", "-crf", "23"])
+        .args(["-c:v", "libx264", "-preset", encoder.preset, "-crf", &crf])
         .args([
             "-threads",
             "2",
@@ -384,7 +403,7 @@ impl CortexVideo {
         &self.panel
     }
 
-    /// The video of one clip (see [`encode`]).
+    /// The video of one clip (see [`encode`]), with the shipped encoder settings.
     ///
     /// # Errors
     /// As [`encode`].
@@ -395,12 +414,29 @@ impl CortexVideo {
         work_dir: &Path,
         deadline: Duration,
     ) -> anyhow::Result<Video> {
+        self.render_with(timeline, lenses, work_dir, deadline, Encoder::SHIPPED)
+            .await
+    }
+
+    /// [`CortexVideo::render`] with other encoder settings (the bench compares them).
+    ///
+    /// # Errors
+    /// As [`encode`].
+    pub async fn render_with(
+        &self,
+        timeline: &[StoredSecond],
+        lenses: &[String],
+        work_dir: &Path,
+        deadline: Duration,
+        encoder: Encoder,
+    ) -> anyhow::Result<Video> {
         encode(
             self.panel.clone(),
             Arc::new(timeline.to_vec()),
             Arc::new(lenses.to_vec()),
             work_dir,
             deadline,
+            encoder,
         )
         .await
     }
