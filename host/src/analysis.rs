@@ -453,6 +453,7 @@ impl Analyzer for Analysis {
         input: AnalysisInput<'a>,
     ) -> BoxFuture<'a, Result<ScanResult, StageError>> {
         Box::pin(async move {
+            let stage = std::time::Instant::now();
             let q = self
                 .qualia
                 .analyse(
@@ -467,6 +468,8 @@ impl Analyzer for Analysis {
                     transient: e.code() == "internal_error",
                     message: e.to_string(),
                 })?;
+            crate::metrics::record_stage("qualia", stage.elapsed());
+            let stage = std::time::Instant::now();
             // v2 heard the clip already (its language features need the transcript).
             let (transcript, transcript_source) = match &q.heard {
                 Some(h) => (h.lines.clone(), h.source.clone()),
@@ -483,6 +486,9 @@ impl Analyzer for Analysis {
                     transient: true,
                 })?,
             };
+            if q.heard.is_none() {
+                crate::metrics::record_stage("transcript", stage.elapsed());
+            }
             let provenance = serde_json::json!({
                 "model": model_provenance(&self.qualia.model, &q),
                 "adapter": q.adapter,
@@ -498,6 +504,7 @@ impl Analyzer for Analysis {
                     "transcript cut to the plugins' budget"
                 );
             }
+            let stage = std::time::Instant::now();
             let mut result = score_clip(
                 &self.plugins,
                 &clip,
@@ -507,6 +514,7 @@ impl Analyzer for Analysis {
                 input.org_id,
             )
             .await?;
+            crate::metrics::record_stage("plugins", stage.elapsed());
             result.low_signal = q.low_signal;
             result.modalities.speech = q.modalities.speech;
             if q.low_signal {

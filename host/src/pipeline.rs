@@ -55,6 +55,7 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
     }
     let url = url::Url::parse(&request.input.url)
         .map_err(|e| StageError::permanent("invalid_request", e.to_string()))?;
+    let stage = Instant::now();
     let media = app
         .fetcher
         .download(
@@ -66,11 +67,14 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
         )
         .await?;
     tracing::info!(scan.id = scan_id, bytes = media.bytes, "downloaded");
+    crate::metrics::record_stage("download", stage.elapsed());
 
     if !enter(app, scan_id, Stage::Probing).await? {
         return Ok(()); // cancelled meanwhile
     }
+    let stage = Instant::now();
     let info = probe::probe(media.file.path(), Duration::from_secs(30)).await?;
+    crate::metrics::record_stage("probe", stage.elapsed());
     if let Some(d) = info.duration_sec
         && d > MAX_DURATION_SECS
     {
@@ -83,6 +87,7 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
     if !enter(app, scan_id, Stage::Analysing).await? {
         return Ok(()); // cancelled meanwhile
     }
+    let stage = Instant::now();
     let result = app
         .analyzer
         .analyze(AnalysisInput {
@@ -94,6 +99,7 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
             progress: None,
         })
         .await?;
+    crate::metrics::record_stage("analysis", stage.elapsed());
     drop(media);
 
     if !enter(app, scan_id, Stage::Assembling).await? {
@@ -101,6 +107,7 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
     }
     let mut result = result;
     if request.options.include_fmri {
+        let stage = Instant::now();
         let render = app
             .analyzer
             .render_fmri(scan_id, &result, &app.tmp_dir())
@@ -122,8 +129,10 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
         if let Some(poster) = render.poster {
             result.fmri_poster_key = Some(store(poster).await?);
         }
+        crate::metrics::record_stage("render", stage.elapsed());
     }
     // Embedded now, by the worker, so the first fetch only copies rows into memory.
+    let stage = Instant::now();
     let texts = app
         .recall
         .embed_result(&result)
@@ -133,6 +142,8 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
             message: format!("embedding the scan's texts: {e}"),
             transient: true,
         })?;
+    crate::metrics::record_stage("embedding", stage.elapsed());
+    let stage = Instant::now();
     let json = serde_json::to_string(&result)
         .map_err(|e| StageError::permanent("internal_error", e.to_string()))?;
     let completed = app
@@ -140,6 +151,7 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
         .complete_scan(scan_id, &json, &result.summary, &texts, app.clock.now_ms())
         .await
         .map_err(internal)?;
+    crate::metrics::record_stage("commit", stage.elapsed());
     metrics::histogram!("brainscan_scan_duration_seconds").record(started.elapsed().as_secs_f64());
     if completed {
         tracing::info!(

@@ -83,4 +83,33 @@ async fn include_fmri_links_the_cortex_video_and_its_poster() {
         .read_info()
         .expect("a PNG");
     assert_eq!(info.info().width, brainscan::render::video::WIDTH);
+
+    // Where the scan's time went, per stage, for operators (/metrics).
+    let metrics = http
+        .get(format!("{}/metrics", server.base))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    for stage in [
+        "download",
+        "probe",
+        "analysis",
+        "qualia",
+        "plugins",
+        "render",
+        "embedding",
+        "commit",
+    ] {
+        let count = metrics
+            .lines()
+            .find(|l| {
+                l.starts_with("brainscan_scan_stage_seconds_count")
+                    && l.contains(&format!("stage=\"{stage}\""))
+            })
+            .unwrap_or_else(|| panic!("no {stage} stage in /metrics:\n{metrics}"));
+        assert!(count.ends_with(" 1"), "{count}");
+    }
 }
