@@ -21,6 +21,7 @@ use brainscan::store::jobs::NewJob;
 #[path = "../../tests/scaleout/pg.rs"]
 mod pg;
 #[path = "../../tests/common/served.rs"]
+#[allow(dead_code)]
 mod served;
 use pg::FreshPg;
 

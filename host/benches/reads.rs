@@ -13,33 +13,16 @@
 //! `BRAINSCAN_BENCH_SECS` sets each load phase's length (default 10 s).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 #[path = "../../tests/common/served.rs"]
+#[allow(dead_code)]
 mod served;
 
+use served::{Proc, brainscan, free_port, wait_for};
+
 const CONNECTIONS: u32 = 64;
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    /// SIGTERM first (nginx's master then stops its workers; SIGKILL would orphan them),
-    /// SIGKILL if it is still there after two seconds.
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        for _ in 0..20 {
-            if matches!(self.0.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn tool(name: &str) -> PathBuf {
     ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"]
@@ -49,14 +32,6 @@ fn tool(name: &str) -> PathBuf {
         .unwrap_or_else(|| {
             panic!("`{name}` was not found: run scripts/bench-tools (Debian nginx-light and wrk)")
         })
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
 }
 
 /// nginx serving `root` on loopback, one worker per core, no access log.
@@ -91,32 +66,9 @@ fn nginx(dir: &Path, root: &Path) -> (Proc, String) {
     (Proc(child), format!("http://127.0.0.1:{port}"))
 }
 
-fn brainscan(data: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_brainscan"));
-    std::fs::create_dir_all(data).expect("data dir");
-    c.args(args)
-        .env_remove("BRAINSCAN_DATABASE_URL")
-        .env("BRAINSCAN_DATA_DIR", data)
-        .env("BRAINSCAN_LOG", "warn");
-    c
-}
-
-fn cli(data: &Path, args: &[&str]) -> String {
-    let out = brainscan(data, args).output().expect("cli");
-    assert!(
-        out.status.success(),
-        "brainscan {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("utf8")
-        .trim()
-        .to_owned()
-}
-
 /// `brainscan serve` on loopback with `cache_mib` of rendered-result cache.
 fn serve(data: &Path, cache_mib: u32) -> (Proc, String) {
-    let mut child = brainscan(
+    let mut command = brainscan(
         data,
         &[
             "serve",
@@ -126,24 +78,9 @@ fn serve(data: &Path, cache_mib: u32) -> (Proc, String) {
             "--rate-limit-per-sec",
             "0",
         ],
-    )
-    .env("BRAINSCAN_RESULT_CACHE_MIB", cache_mib.to_string())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit())
-    .spawn()
-    .expect("spawn brainscan");
-    let base = served::listening_base(&mut child);
-    (Proc(child), base)
-}
-
-async fn wait_for(http: &reqwest::Client, url: &str) {
-    for _ in 0..600 {
-        if http.get(url).send().await.is_ok() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{url} never answered");
+    );
+    command.env("BRAINSCAN_RESULT_CACHE_MIB", cache_mib.to_string());
+    served::spawn_serve(command)
 }
 
 /// Requests per second and p99 (ms) of `wrk` at [`CONNECTIONS`] connections.
@@ -218,15 +155,7 @@ async fn main() {
     assert!(status.success(), "ffmpeg could not make the clip");
     let (_nginx, nginx_base) = nginx(dir.path(), &www);
     let data = dir.path().join("brainscan");
-    cli(&data, &["migrate"]);
-    cli(&data, &["admin", "org", "create", "bench"]);
-    cli(
-        &data,
-        &[
-            "admin", "wallet", "credit", "--org", "bench", "--usd", "100",
-        ],
-    );
-    let key = cli(&data, &["admin", "key", "create", "--org", "bench"]);
+    let key = served::funded_key(&data);
     let (_server, base) = serve(&data, 64);
     let http = reqwest::Client::new();
     wait_for(&http, &format!("{base}/readyz")).await;

@@ -1,0 +1,245 @@
+//! `cargo bench -p brainscan --bench latency`: submit-to-complete time of real clips through a
+//! running service, with where the time went.
+//!
+//! A real `brainscan serve` (SQLite, one worker) scans, one after another:
+//! - 60 s of continuous speech (espeak-ng reading a passage, over a still picture);
+//! - the Big Buck Bunny trailer (56 s, music and effects, no speech);
+//! - 180 s of generated 720p video with a tone.
+//!
+//! Each is timed from `POST /scans` to the first poll that says `complete`, and the stage
+//! breakdown comes from the service's own `brainscan_scan_stage_seconds` (the difference of
+//! its sums before and after the scan). Goal (issue 19): each at most 10 % of the clip's
+//! length on this 2-core machine. Media are served by a loopback Python file server.
+//!
+//! Needs ffmpeg, espeak-ng, python3, `scripts/fetch-models` and `scripts/fetch-test-media`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[path = "../../tests/common/served.rs"]
+#[allow(dead_code)]
+mod served;
+
+use served::{Proc, brainscan, free_port, funded_key, wait_for};
+
+const STAGES: [&str; 10] = [
+    "download",
+    "probe",
+    "analysis",
+    "qualia",
+    "transcript",
+    "plugins",
+    "render",
+    "embedding",
+    "commit",
+    "total",
+];
+
+fn test_media() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new(root.join("scripts/fetch-test-media"))
+        .output()
+        .expect("scripts/fetch-test-media");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+fn run(cmd: &mut Command, what: &str) {
+    let status = cmd.status().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(status.success(), "{what} failed");
+}
+
+/// 60 s of speech: espeak-ng reading a passage until a minute is filled, over a still frame.
+fn speech_clip(dir: &Path) -> PathBuf {
+    let text = "The committee met on Tuesday to discuss the new library. Members agreed that the \
+        reading room should open earlier in the morning, and that the children's section needs \
+        more light. The treasurer reported that the budget allows two new staff positions. \
+        After a short debate, the plan was approved, and work will begin in the spring. ";
+    let wav = dir.join("speech.wav");
+    run(
+        Command::new("espeak-ng")
+            .args(["-v", "en-us", "-s", "160", "-w"])
+            .arg(&wav)
+            .arg(text.repeat(6)),
+        "espeak-ng",
+    );
+    let out = dir.join("speech60.mp4");
+    run(
+        Command::new("ffmpeg")
+            .args(["-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+            .arg("color=c=0x335577:s=1280x720:r=25")
+            .arg("-i")
+            .arg(&wav)
+            .args([
+                "-t",
+                "60",
+                "-c:v",
+                "libx264",
+                "-preset",
+                "ultrafast",
+                "-pix_fmt",
+            ])
+            .args(["yuv420p", "-c:a", "aac", "-shortest"])
+            .arg(&out),
+        "ffmpeg (speech clip)",
+    );
+    out
+}
+
+fn synthetic_720p(dir: &Path) -> PathBuf {
+    let out = dir.join("synthetic180.mp4");
+    run(
+        Command::new("ffmpeg")
+            .args(["-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+            .arg("testsrc2=size=1280x720:rate=25:duration=180")
+            .args(["-f", "lavfi", "-i", "sine=frequency=440:duration=180"])
+            .args([
+                "-c:v",
+                "libx264",
+                "-preset",
+                "ultrafast",
+                "-c:a",
+                "aac",
+                "-shortest",
+            ])
+            .arg(&out),
+        "ffmpeg (720p clip)",
+    );
+    out
+}
+
+/// The sums of `brainscan_scan_stage_seconds` per stage, and of the whole scan.
+async fn stage_sums(http: &reqwest::Client, base: &str) -> BTreeMap<String, f64> {
+    let text = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let value = || line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
+        if let Some(rest) = line.strip_prefix("brainscan_scan_stage_seconds_sum{stage=\"") {
+            let stage = rest.split('"').next().unwrap_or_default().to_owned();
+            out.insert(stage, value().unwrap_or(0.0));
+        } else if line.starts_with("brainscan_scan_duration_seconds_sum") {
+            out.insert("total".into(), value().unwrap_or(0.0));
+        }
+    }
+    out
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` would pass nothing: skip the run.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let www = dir.path().join("www");
+    std::fs::create_dir_all(&www).expect("www");
+    let clips = [
+        ("60 s speech (espeak-ng)", speech_clip(&www), 60.0),
+        (
+            "56 s music trailer (Big Buck Bunny)",
+            {
+                let to = www.join("trailer_bbb.mp4");
+                std::fs::copy(test_media().join("trailer_bbb.mp4"), &to).expect("copy trailer");
+                to
+            },
+            56.0,
+        ),
+        ("180 s 720p synthetic", synthetic_720p(&www), 180.0),
+    ];
+    let port = free_port();
+    let _files = Proc(
+        Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--directory",
+            ])
+            .arg(&www)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 http.server"),
+    );
+    let data = dir.path().join("brainscan");
+    let key = funded_key(&data);
+    let (_server, base) = served::spawn_serve(brainscan(
+        &data,
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-loopback-fetch",
+            "--workers",
+            "1",
+        ],
+    ));
+    let http = reqwest::Client::new();
+    wait_for(&http, &format!("{base}/readyz")).await;
+    let media = format!("http://127.0.0.1:{port}");
+    wait_for(&http, &format!("{media}/")).await;
+    println!(
+        "submit-to-complete, one scan at a time, release build, this machine; goal <= 10 % of the clip"
+    );
+    for (label, path, length) in &clips {
+        let name = path.file_name().and_then(|n| n.to_str()).expect("name");
+        let before = stage_sums(&http, &base).await;
+        let started = Instant::now();
+        let created: serde_json::Value = http
+            .post(format!("{base}/api/v1/scans"))
+            .bearer_auth(&key)
+            .json(&serde_json::json!({"input": {"type": "video", "video_url": format!("{media}/{name}")}}))
+            .send()
+            .await
+            .expect("submit")
+            .json()
+            .await
+            .expect("json");
+        let id = created["scan_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no scan id: {created}"))
+            .to_owned();
+        loop {
+            let v: serde_json::Value = http
+                .get(format!("{base}/api/v1/scans/{id}"))
+                .bearer_auth(&key)
+                .send()
+                .await
+                .expect("get")
+                .json()
+                .await
+                .expect("json");
+            match v["status"].as_str() {
+                Some("complete") => break,
+                Some("error" | "cancelled") => panic!("{label}: {v}"),
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        let wall = started.elapsed().as_secs_f64();
+        let after = stage_sums(&http, &base).await;
+        let share = 100.0 * wall / length;
+        println!(
+            "{label:<38} {wall:>6.1} s = {share:>5.1} % of the clip; goal <= 10 %: {}",
+            if share <= 10.0 { "met" } else { "NOT met" }
+        );
+        let parts: Vec<String> = STAGES
+            .iter()
+            .filter_map(|s| {
+                let d =
+                    after.get(*s).copied().unwrap_or(0.0) - before.get(*s).copied().unwrap_or(0.0);
+                (d > 0.0005).then(|| format!("{s} {d:.2} s"))
+            })
+            .collect();
+        println!("    {}", parts.join(", "));
+    }
+}
