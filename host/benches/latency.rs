@@ -24,11 +24,12 @@ mod served;
 
 use served::{Proc, brainscan, free_port, funded_key, wait_for};
 
-const STAGES: [&str; 10] = [
+const STAGES: [&str; 11] = [
     "download",
     "probe",
     "analysis",
     "qualia",
+    "speech",
     "transcript",
     "plugins",
     "render",

@@ -80,8 +80,9 @@ async fn refresh_gauges(db: &Db) {
 
 /// Records how long one stage of a scan took (`brainscan_scan_stage_seconds{stage}`), so an
 /// operator can see where a scan's time goes: `download`, `probe`, `analysis` (and inside it
-/// `qualia`: decoding, features and for v2 the speech pass; `transcript` when it is a
-/// separate pass; `plugins`), `render`, `embedding`, `commit`.
+/// `qualia`: decoding, features and for v2 the speech pass, which runs beside decoding and
+/// is also shown alone as `speech`; `transcript` when it is a separate pass; `plugins`),
+/// `render`, `embedding`, `commit`.
 pub fn record_stage(stage: &'static str, elapsed: std::time::Duration) {
     metrics::histogram!("brainscan_scan_stage_seconds", "stage" => stage)
         .record(elapsed.as_secs_f64());

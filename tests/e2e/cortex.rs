@@ -98,6 +98,7 @@ async fn include_fmri_links_the_cortex_video_and_its_poster() {
         "probe",
         "analysis",
         "qualia",
+        "speech",
         "plugins",
         "render",
         "embedding",

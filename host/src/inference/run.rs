@@ -251,7 +251,11 @@ impl Qualia {
         let (video, audio, heard) = tokio::join!(video, audio, listen);
         let (video, audio) = (video?, audio?);
         let (heard, speech_time) = match heard? {
-            Some((h, t)) => (Some(h), t),
+            Some((h, t)) => {
+                // It ran beside decoding, so it is part of the `qualia` stage's time too.
+                crate::metrics::record_stage("speech", t);
+                (Some(h), t)
+            }
             None => (None, Duration::ZERO),
         };
         let video = video.filter(|v| v.count > 0);
