@@ -23,7 +23,7 @@ use super::ApiError;
 use super::error::ErrorBody;
 use super::extract::{ApiJson, Authed};
 use crate::app::App;
-use crate::result::{Manipulation, ScanResult};
+use crate::result::Manipulation;
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct AnalyzeBody {
@@ -68,37 +68,12 @@ pub async fn analyze(
     Authed(caller): Authed,
     ApiJson(body): ApiJson<AnalyzeBody>,
 ) -> Result<Json<AnalyzeResponse>, ApiError> {
-    if !crate::ids::looks_like_scan_id(&body.scan_id) {
-        return Err(ApiError::not_found("the scan"));
-    }
-    let row = app
-        .db
-        .get_scan(&caller.org_id, &body.scan_id)
-        .await
-        .map_err(|e| super::error::scan_lookup(e, "conflict"))?;
-    let Some(json) = row
-        .result_json
-        .as_deref()
-        .filter(|_| row.status == "complete")
-    else {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "scan_not_complete",
-            format!("the scan is {}; analyze needs a complete scan", row.status),
-        ));
-    };
-    let result: ScanResult = serde_json::from_str(json).map_err(ApiError::internal)?;
     // The block is part of the result: reading it is a release like a GET (charged once).
-    if row.charged_at.is_none() {
-        crate::charge::on_release(
-            &app.db,
-            &caller.org_id,
-            &body.scan_id,
-            app.clock.now(),
-            "analyze",
-        )
+    let result =
+        super::scans::released_result(&app, &caller.org_id, &body.scan_id, "analyze", |status| {
+            format!("the scan is {status}; analyze needs a complete scan")
+        })
         .await?;
-    }
     let (manipulation, plugin) = match &app.plugins {
         Some(registry) => {
             let (m, plugin) =
@@ -121,7 +96,7 @@ pub async fn analyze(
         ),
     };
     Ok(Json(AnalyzeResponse {
-        scan_id: row.id,
+        scan_id: body.scan_id,
         result: AnalyzeResult { manipulation },
         plugin,
     }))

@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -111,33 +110,10 @@ pub async fn compare(
 
 /// A complete scan of `org_id`, charged if this is the first time its result leaves.
 async fn completed(app: &App, org_id: &str, scan_id: &str) -> Result<ScanResult, ApiError> {
-    if !crate::ids::looks_like_scan_id(scan_id) {
-        return Err(ApiError::not_found("the scan"));
-    }
-    let row = app
-        .db
-        .get_scan(org_id, scan_id)
-        .await
-        .map_err(|e| super::error::scan_lookup(e, "conflict"))?;
-    let Some(json) = row
-        .result_json
-        .as_deref()
-        .filter(|_| row.status == "complete")
-    else {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "scan_not_complete",
-            format!(
-                "scan {scan_id} is {}; compare needs complete scans",
-                row.status
-            ),
-        ));
-    };
-    let result: ScanResult = serde_json::from_str(json).map_err(ApiError::internal)?;
-    if row.charged_at.is_none() {
-        crate::charge::on_release(&app.db, org_id, scan_id, app.clock.now(), "compare").await?;
-    }
-    Ok(result)
+    super::scans::released_result(app, org_id, scan_id, "compare", |status| {
+        format!("scan {scan_id} is {status}; compare needs complete scans")
+    })
+    .await
 }
 
 /// The comparison of two results (pure: the handler's arithmetic, tested on its own).

@@ -723,3 +723,43 @@ pub async fn cancel_scan(
     tracing::info!(scan.id = %id, "scan cancelled");
     Ok(Json(views::scan_view(&row).map_err(ApiError::internal)?))
 }
+
+/// The stored result of a complete scan of `org_id`, released: a scan not yet charged is
+/// charged here, once, as its first `GET` would be (`route` names the route in the charge
+/// metric). Shared by the routes that hand out part of a result (`/analyze`, `/compare`).
+///
+/// # Errors
+/// 404 for an id that is not the organisation's; 409 `scan_not_complete` with `not_complete`
+/// as the message when the scan has no result yet.
+pub async fn released_result(
+    app: &App,
+    org_id: &str,
+    scan_id: &str,
+    route: &'static str,
+    not_complete: impl FnOnce(&str) -> String,
+) -> Result<crate::result::ScanResult, ApiError> {
+    if !ids::looks_like_scan_id(scan_id) {
+        return Err(ApiError::not_found("the scan"));
+    }
+    let row = app
+        .db
+        .get_scan(org_id, scan_id)
+        .await
+        .map_err(|e| super::error::scan_lookup(e, "conflict"))?;
+    let Some(json) = row
+        .result_json
+        .as_deref()
+        .filter(|_| row.status == "complete")
+    else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "scan_not_complete",
+            not_complete(&row.status),
+        ));
+    };
+    let result = serde_json::from_str(json).map_err(ApiError::internal)?;
+    if row.charged_at.is_none() {
+        crate::charge::on_release(&app.db, org_id, scan_id, app.clock.now(), route).await?;
+    }
+    Ok(result)
+}
