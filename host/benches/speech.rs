@@ -1,11 +1,14 @@
 //! `cargo bench -p brainscan --bench speech`: seconds of audio transcribed per second of
 //! wall time on this machine (the baseline is real time, 1.0), for
-//! - `jfk.wav` (11 s of speech) and the same speech four times over 45 s (two windows);
+//! - `jfk.wav` (11 s of speech) and the same speech four times over 45 s (two windows), each
+//!   with its word error rate against the known text (the decoder must not change it);
+//! - 60 s of dense speech (espeak-ng reading a passage: the latency bench's speech clip), the
+//!   case issue 19 sets at ≥ 10 audio-s/s (≤ 6 s for the minute) on this 2-core machine;
 //! - the Big Buck Bunny trailer (music, no speech) with the voice-activity gate, and without
 //!   it (Whisper decoding every window, as an ungated transcriber would) in the same run;
 //! - the Silero VAD alone.
 //!
-//! Needs `scripts/fetch-models` and `scripts/fetch-test-media`.
+//! Needs `scripts/fetch-models`, `scripts/fetch-test-media` and espeak-ng.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,6 +16,18 @@ use std::time::Instant;
 
 use brainscan::media::decode::{DecodeSpec, read_audio};
 use brainscan::speech::{ModelPaths, Speech};
+
+#[path = "../../tests/speech/support.rs"]
+#[allow(dead_code)]
+mod support;
+
+const JFK: &str = "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country.";
+
+/// What espeak-ng reads for the dense-speech case (the latency bench's passage, six times).
+const PASSAGE: &str = "The committee met on Tuesday to discuss the new library. Members agreed that the \
+    reading room should open earlier in the morning, and that the children's section needs \
+    more light. The treasurer reported that the budget allows two new staff positions. \
+    After a short debate, the plan was approved, and work will begin in the spring. ";
 
 fn media() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -39,6 +54,37 @@ fn rate(label: &str, samples: usize, f: impl FnOnce() -> usize) {
     );
 }
 
+/// Times a transcription and prints its word error rate against `reference`.
+fn rate_with_wer(label: &str, speech: &Speech, pcm: &[f32], reference: &str) {
+    let mut text = String::new();
+    rate(label, pcm.len(), || {
+        let lines = speech.transcribe(pcm).expect("transcribe");
+        text = lines
+            .iter()
+            .map(|l| l.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        lines.len()
+    });
+    println!("{:<44} WER {:.3}", "", support::wer(reference, &text));
+}
+
+/// 60 s of espeak-ng reading [`PASSAGE`] six times over, at 16 kHz.
+async fn dense_speech() -> Vec<f32> {
+    let dir = tempfile::tempdir().expect("tmp");
+    let wav = dir.path().join("passage.wav");
+    let status = Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", "160", "-w"])
+        .arg(&wav)
+        .arg(PASSAGE.repeat(6))
+        .status()
+        .expect("espeak-ng");
+    assert!(status.success(), "espeak-ng failed");
+    let mut pcm = pcm(&wav).await;
+    pcm.truncate(60 * 16_000);
+    pcm
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let speech = Speech::load(&ModelPaths::under(
@@ -54,11 +100,16 @@ async fn main() -> anyhow::Result<()> {
     let music = pcm(&dir.join("trailer_bbb.mp4")).await;
     // Warm-up (allocations, page faults).
     speech.transcribe(&jfk[..16_000 * 3])?;
-    rate("jfk.wav (speech)", jfk.len(), || {
-        speech.transcribe(&jfk).map_or(0, |l| l.len())
-    });
-    rate("4 x jfk.wav, 45 s (two windows)", long.len(), || {
-        speech.transcribe(&long).map_or(0, |l| l.len())
+    rate_with_wer("jfk.wav (speech)", &speech, &jfk, JFK);
+    rate_with_wer(
+        "4 x jfk.wav, 45 s (two windows)",
+        &speech,
+        &long,
+        &[JFK; 4].join(" "),
+    );
+    let dense = dense_speech().await;
+    rate("60 s dense speech (espeak-ng passage)", dense.len(), || {
+        speech.transcribe(&dense).map_or(0, |l| l.len())
     });
     rate("trailer_bbb.mp4 (music), gated", music.len(), || {
         speech.transcribe(&music).map_or(0, |l| l.len())

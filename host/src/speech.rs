@@ -14,6 +14,7 @@
 //! within a frame or two of where the voice starts and stops.
 
 pub mod ct2;
+pub mod decoder;
 pub mod subtitles;
 pub mod vad;
 pub mod whisper;

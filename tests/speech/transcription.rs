@@ -211,3 +211,37 @@ fn the_whisper_loader_rejects_a_truncated_model() {
         .expect("refused");
     assert!(format!("{err:#}").contains("truncated"), "{err:#}");
 }
+
+/// The key/value-cached decoder (`speech/decoder.rs`) computes what candle's uncached Whisper
+/// decoder computes: every position's logits on the real tiny.en model and the JFK window agree
+/// to rounding (the logits are of order 10; a wrong cache or mask moves them by whole units).
+#[test]
+fn the_cached_decoder_matches_the_reference_decoder() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let raw = dir.path().join("jfk.f32");
+    run(Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(real_media().join("jfk.wav"))
+        .args(["-f", "f32le", "-ac", "1", "-ar", "16000"])
+        .arg(&raw));
+    let pcm: Vec<f32> = std::fs::read(&raw)
+        .expect("pcm")
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let model = brainscan::speech::whisper::WhisperModel::load(&support::models().whisper)
+        .expect("whisper model");
+    // A timestamp, twenty text tokens (GPT-2 byte-pair ids), a timestamp.
+    let tokens = [
+        50364, 843, 523, 616, 5891, 3399, 11, 1265, 407, 644, 534, 1499, 460, 466, 329, 345, 11,
+        1265, 644, 345, 460, 50900,
+    ];
+    let worst = model
+        .decoder_disagreement(&pcm, &tokens)
+        .expect("both decoders run");
+    eprintln!("largest logit difference: {worst:e}");
+    assert!(
+        worst < 1e-3,
+        "cached and reference logits differ by {worst}"
+    );
+}

@@ -16,7 +16,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::Context as _;
-use candle_core::{D, Device, IndexOp, Tensor};
+use candle_core::{Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::whisper::{self as m, Config, audio};
 use rand::SeedableRng;
@@ -24,6 +24,7 @@ use rand::distr::Distribution;
 use tokenizers::Tokenizer;
 
 use super::ct2::{self, Ct2Model};
+use super::decoder::{Attended, CachedDecoder};
 
 /// Mel frames per window and seconds per frame.
 const N_FRAMES: usize = m::N_FRAMES;
@@ -58,7 +59,11 @@ struct SpecialTokens {
 
 /// A loaded model. Cheap to clone per transcription: tensors are shared.
 pub struct WhisperModel {
+    /// Candle's Whisper: its encoder runs each window; its decoder (which re-reads the whole
+    /// token sequence at every step) is kept only as the reference the cached one is tested
+    /// against. The two share their tensors.
     model: m::model::Whisper,
+    decoder: CachedDecoder,
     tokenizer: Tokenizer,
     filters: Vec<f32>,
     tokens: SpecialTokens,
@@ -119,6 +124,7 @@ impl WhisperModel {
             suppress_tokens: side.suppress_ids.clone(),
         };
         let vb = VarBuilder::from_tensors(tensors, m::DTYPE, &device);
+        let decoder = CachedDecoder::load(&vb.pp("model.decoder"), &config)?;
         let model = m::model::Whisper::load(&vb, config)?;
         let tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|e| anyhow::anyhow!("whisper tokenizer.json: {e}"))?;
@@ -163,6 +169,7 @@ impl WhisperModel {
         );
         Ok(Self {
             model,
+            decoder,
             tokenizer,
             filters,
             tokens,
@@ -198,7 +205,7 @@ impl WhisperModel {
         pcm: &[f32],
         skip_to: &dyn Fn(f64) -> Option<f64>,
     ) -> anyhow::Result<Vec<Segment>> {
-        let mut model = self.model.clone();
+        let mut encoder = self.model.encoder.clone();
         let (mel, content_frames) = self.mel(pcm)?;
         let mut seek = 0usize;
         let mut segments = Vec::new();
@@ -216,8 +223,9 @@ impl WhisperModel {
             let window_frames = N_FRAMES.min(content_frames - seek);
             let window = mel.narrow(1, seek, N_FRAMES)?.unsqueeze(0)?;
             let offset = seek as f64 * FRAME_SECS;
-            let features = model.encoder.forward(&window, true)?;
-            let decoded = self.decode_with_fallback(&mut model, &features, seek as u64)?;
+            let features = encoder.forward(&window, true)?;
+            let attended = self.decoder.attend(&features)?;
+            let decoded = self.decode_with_fallback(&attended, seek as u64)?;
             let silent = decoded.no_speech_prob > m::NO_SPEECH_THRESHOLD
                 && decoded.avg_logprob < m::LOGPROB_THRESHOLD;
             let (found, advance) = self.segments(&decoded, offset, window_frames);
@@ -232,6 +240,46 @@ impl WhisperModel {
             seek += advance.max(1);
         }
         Ok(segments)
+    }
+
+    /// The largest difference between the cached decoder's logits and candle's uncached
+    /// reference decoder's, over every position of `tokens` fed one at a time after the
+    /// prompt, on the first window of `pcm`. A test hook: the speech tests assert it is at
+    /// rounding level on the real model.
+    ///
+    /// # Errors
+    /// Tensor errors.
+    #[doc(hidden)]
+    pub fn decoder_disagreement(&self, pcm: &[f32], tokens: &[u32]) -> anyhow::Result<f32> {
+        let mut model = self.model.clone();
+        let (mel, _) = self.mel(pcm)?;
+        let window = mel.narrow(1, 0, N_FRAMES)?.unsqueeze(0)?;
+        let features = model.encoder.forward(&window, true)?;
+        let attended = self.decoder.attend(&features)?;
+        let mut pass = self.decoder.pass(&attended);
+        let mut sequence = vec![self.tokens.sot];
+        sequence.extend(&self.tokens.task);
+        let mut worst = 0f32;
+        let mut fed = sequence.clone();
+        for (i, &next) in std::iter::once(&0).chain(tokens).enumerate() {
+            if i > 0 {
+                sequence.push(next);
+                fed = vec![next];
+            }
+            let ours = self.decoder.feed(&mut pass, &fed)?;
+            let ours = self.decoder.logits(&ours, fed.len() - 1)?;
+            let input = Tensor::new(sequence.as_slice(), &Device::Cpu)?.unsqueeze(0)?;
+            let hidden = model.decoder.forward(&input, &features, i == 0)?;
+            let theirs = model
+                .decoder
+                .final_linear(&hidden.narrow(1, sequence.len() - 1, 1)?)?
+                .flatten_all()?
+                .to_vec1::<f32>()?;
+            for (a, b) in ours.iter().zip(&theirs) {
+                worst = worst.max((a - b).abs());
+            }
+        }
+        Ok(worst)
     }
 
     /// Splits a window's tokens at timestamp pairs; returns the segments and how many mel
@@ -305,15 +353,10 @@ impl WhisperModel {
             .to_owned()
     }
 
-    fn decode_with_fallback(
-        &self,
-        model: &mut m::model::Whisper,
-        features: &Tensor,
-        seed: u64,
-    ) -> anyhow::Result<Decoded> {
+    fn decode_with_fallback(&self, attended: &Attended, seed: u64) -> anyhow::Result<Decoded> {
         let mut last = None;
         for (i, &t) in TEMPERATURES.iter().enumerate() {
-            let d = self.decode(model, features, t, seed.wrapping_add(i as u64))?;
+            let d = self.decode(attended, t, seed.wrapping_add(i as u64))?;
             let silent =
                 d.no_speech_prob > m::NO_SPEECH_THRESHOLD && d.avg_logprob < m::LOGPROB_THRESHOLD;
             let bad = compression_ratio(&self.text(&d.tokens)) > m::COMPRESSION_RATIO_THRESHOLD
@@ -326,14 +369,9 @@ impl WhisperModel {
         last.context("no temperatures")
     }
 
-    /// One decoding pass over a window's encoder output.
-    fn decode(
-        &self,
-        model: &mut m::model::Whisper,
-        features: &Tensor,
-        temperature: f64,
-        seed: u64,
-    ) -> anyhow::Result<Decoded> {
+    /// One decoding pass over a window's attended encoder output: the prompt is fed once,
+    /// then one token per step against the pass's key/value cache.
+    fn decode(&self, attended: &Attended, temperature: f64, seed: u64) -> anyhow::Result<Decoded> {
         let tk = &self.tokens;
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let mut tokens = vec![tk.sot];
@@ -341,22 +379,21 @@ impl WhisperModel {
         let prefix = tokens.len();
         let mut sum_logprob = 0f64;
         let mut no_speech_prob = 0f64;
+        let mut pass = self.decoder.pass(attended);
         for i in 0..MAX_TOKENS {
-            let input = Tensor::new(tokens.as_slice(), features.device())?.unsqueeze(0)?;
-            let hidden = model.decoder.forward(&input, features, i == 0)?;
+            let fed = if i == 0 {
+                &tokens[..]
+            } else {
+                &tokens[tokens.len() - 1..]
+            };
+            let hidden = self.decoder.feed(&mut pass, fed)?;
             if i == 0 {
                 // The no-speech probability is read at the start-of-transcript position.
-                let first = model.decoder.final_linear(&hidden.i((.., 0..1))?)?;
-                let p = candle_nn::ops::softmax(&first.i((0, 0))?, D::Minus1)?;
-                no_speech_prob = f64::from(p.i(tk.no_speech as usize)?.to_scalar::<f32>()?);
+                let first = self.decoder.logits(&hidden, 0)?;
+                let p = log_softmax(&first)[tk.no_speech as usize].exp();
+                no_speech_prob = f64::from(p);
             }
-            let (_, seq, _) = hidden.dims3()?;
-            let logits = model
-                .decoder
-                .final_linear(&hidden.i((.., seq - 1..))?)?
-                .i((0, 0))?
-                .to_vec1::<f32>()?;
-            let mut logits = logits;
+            let mut logits = self.decoder.logits(&hidden, fed.len() - 1)?;
             self.apply_rules(&mut logits, &tokens[prefix..]);
             let logprobs = log_softmax(&logits);
             let next = if temperature <= 0.0 {
