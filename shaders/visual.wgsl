@@ -1,9 +1,17 @@
 // Per-frame visual features of the qualia model (QUALIA-MODEL.md, "Visual features").
 //
-// One workgroup per output frame. `frames` holds n_frames + 1 packed RGB24 frames: slot 0 is
-// the frame before the batch (the host repeats the first frame at the start of a clip, so
-// motion and cut read 0 there), slot k the k-th output frame. Every reduction runs in a fixed
-// order, so the same input gives the same bits on the same adapter.
+// Two passes. `frames` holds n_frames + 1 packed RGB24 frames: slot 0 is the frame before the
+// batch (the host repeats the first frame at the start of a clip, so motion and cut read 0
+// there), slot k the k-th output frame.
+// - `slot_stats`, one workgroup per slot: each pixel's luma (unpacked from RGB once, into
+//   `lumas`), the slot's luma and hue histograms and its 32 x 18 grid of cell means (`stats`).
+//   Every frame is a "current" frame once and a "previous" frame once; computing these per
+//   slot, not per output frame, does each once.
+// - `frame_features`, one workgroup per output frame: the Sobel reads the luma plane (nine
+//   float loads, not nine RGB unpacks), motion reads the previous slot's luma, and the cut and
+//   grid features read both slots' stats.
+// Every reduction runs in a fixed order (and the same order as the single-pass kernel this
+// replaced), so the same input gives the same bits on the same adapter.
 //
 // Output row (8 floats): luma mean, RMS contrast, colourfulness (Hasler–Süsstrunk), Sobel edge
 // energy, motion energy, coarse motion energy, shot-change score, centre-surround saliency.
@@ -32,14 +40,19 @@ const LUMA_BINS: u32 = 16u;
 const HUE_BINS: u32 = 17u; // 16 hue sectors + achromatic
 const CHROMA_MIN: i32 = 25;
 
+// Per slot in `stats`: the 33 histogram counts (luma 16, hue 17), then the 576 cell means
+// (f32 bits).
+const HIST: u32 = 33u;
+const STATS: u32 = 609u; // HIST + CELLS
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> frames: array<u32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read_write> lumas: array<f32>;
+@group(0) @binding(3) var<storage, read_write> stats: array<u32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
 var<workgroup> sums: array<array<f32, 256>, 8>;
-var<workgroup> grid_cur: array<f32, 576>;
-var<workgroup> grid_prev: array<f32, 576>;
-var<workgroup> hist: array<atomic<u32>, 66>; // [cur luma 16, cur hue 17, prev luma 16, prev hue 17]
+var<workgroup> hist: array<atomic<u32>, 33>; // [luma 16, hue 17] of one slot
 var<workgroup> totals: array<f32, 8>;
 
 fn byte_at(i: u32) -> u32 {
@@ -56,10 +69,15 @@ fn luma_of(c: vec3<u32>) -> f32 {
     return 0.299 * f.x + 0.587 * f.y + 0.114 * f.z;
 }
 
+// The luma plane written by `slot_stats`, read clamped to the active picture.
 fn luma(slot: u32, x: i32, y: i32) -> f32 {
     let cx = u32(clamp(x, i32(p.x0), i32(p.x1) - 1));
     let cy = u32(clamp(y, i32(p.y0), i32(p.y1) - 1));
-    return luma_of(rgb_u(slot, cx, cy));
+    return lumas[(slot * p.height + cy) * p.width + cx];
+}
+
+fn grid(slot: u32, cell: u32) -> f32 {
+    return bitcast<f32>(stats[slot * STATS + HIST + cell]);
 }
 
 // Integer binning so that the CPU reference and every adapter agree exactly.
@@ -126,17 +144,38 @@ fn reduce_sums(lid: u32, count: u32) {
 }
 
 @compute @workgroup_size(256)
+fn slot_stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let slot = wid.x;
+    let rw = p.x1 - p.x0;
+    let n = rw * (p.y1 - p.y0);
+    if (lid < HIST) {
+        atomicStore(&hist[lid], 0u);
+    }
+    workgroupBarrier();
+    for (var i = lid; i < n; i = i + WG) {
+        let x = p.x0 + i % rw;
+        let y = p.y0 + i / rw;
+        let c = rgb_u(slot, x, y);
+        lumas[(slot * p.height + y) * p.width + x] = luma_of(c);
+        atomicAdd(&hist[luma_bin(c)], 1u);
+        atomicAdd(&hist[LUMA_BINS + hue_bin(c)], 1u);
+    }
+    for (var cell = lid; cell < CELLS; cell = cell + WG) {
+        stats[slot * STATS + HIST + cell] = bitcast<u32>(cell_mean(slot, cell));
+    }
+    workgroupBarrier();
+    if (lid < HIST) {
+        stats[slot * STATS + lid] = atomicLoad(&hist[lid]);
+    }
+}
+
+@compute @workgroup_size(256)
 fn frame_features(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let frame = wid.x;
     let cur = frame + 1u;
     let prev = frame;
     let rw = p.x1 - p.x0;
     let n = rw * (p.y1 - p.y0);
-
-    if (lid < 66u) {
-        atomicStore(&hist[lid], 0u);
-    }
-    workgroupBarrier();
 
     var acc: array<f32, 8>;
     for (var k = 0u; k < 8u; k = k + 1u) {
@@ -145,10 +184,8 @@ fn frame_features(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     for (var i = lid; i < n; i = i + WG) {
         let x = i32(p.x0 + i % rw);
         let y = i32(p.y0 + i / rw);
-        let c = rgb_u(cur, u32(x), u32(y));
-        let cp = rgb_u(prev, u32(x), u32(y));
-        let f = vec3<f32>(c) / 255.0;
-        let yl = luma_of(c);
+        let f = vec3<f32>(rgb_u(cur, u32(x), u32(y))) / 255.0;
+        let yl = luma(cur, x, y);
         let rg = f.x - f.y;
         let yb = 0.5 * (f.x + f.y) - f.z;
         let gx = (luma(cur, x + 1, y - 1) + 2.0 * luma(cur, x + 1, y) + luma(cur, x + 1, y + 1))
@@ -162,18 +199,10 @@ fn frame_features(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
         acc[4] = acc[4] + yb;
         acc[5] = acc[5] + yb * yb;
         acc[6] = acc[6] + sqrt(gx * gx + gy * gy);
-        acc[7] = acc[7] + abs(yl - luma_of(cp));
-        atomicAdd(&hist[luma_bin(c)], 1u);
-        atomicAdd(&hist[LUMA_BINS + hue_bin(c)], 1u);
-        atomicAdd(&hist[33u + luma_bin(cp)], 1u);
-        atomicAdd(&hist[33u + LUMA_BINS + hue_bin(cp)], 1u);
+        acc[7] = acc[7] + abs(yl - luma(prev, x, y));
     }
     for (var k = 0u; k < 8u; k = k + 1u) {
         sums[k][lid] = acc[k];
-    }
-    for (var cell = lid; cell < CELLS; cell = cell + WG) {
-        grid_cur[cell] = cell_mean(cur, cell);
-        grid_prev[cell] = cell_mean(prev, cell);
     }
     workgroupBarrier();
     reduce_sums(lid, 8u);
@@ -196,15 +225,16 @@ fn frame_features(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
                 let xx = cx + dx;
                 let yy = cy + dy;
                 if (xx >= 0 && xx < i32(GX) && yy >= 0 && yy < i32(GY)) {
-                    s = s + grid_cur[u32(yy) * GX + u32(xx)];
+                    s = s + grid(cur, u32(yy) * GX + u32(xx));
                     cnt = cnt + 1.0;
                 }
             }
         }
-        let d = abs(grid_cur[cell] - s / cnt);
+        let g = grid(cur, cell);
+        let d = abs(g - s / cnt);
         sal_sum = sal_sum + d;
         sal_max = max(sal_max, d);
-        coarse = coarse + abs(grid_cur[cell] - grid_prev[cell]);
+        coarse = coarse + abs(g - grid(prev, cell));
     }
     sums[0][lid] = sal_sum;
     sums[1][lid] = coarse;
@@ -230,14 +260,14 @@ fn frame_features(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
         let colour = sqrt(var_rg + var_yb) + 0.3 * sqrt(mean_rg * mean_rg + mean_yb * mean_yb);
         var dl = 0u;
         for (var b = 0u; b < LUMA_BINS; b = b + 1u) {
-            let a = atomicLoad(&hist[b]);
-            let q = atomicLoad(&hist[33u + b]);
+            let a = stats[cur * STATS + b];
+            let q = stats[prev * STATS + b];
             dl = dl + max(a, q) - min(a, q);
         }
         var dh = 0u;
         for (var b = 0u; b < HUE_BINS; b = b + 1u) {
-            let a = atomicLoad(&hist[LUMA_BINS + b]);
-            let q = atomicLoad(&hist[33u + LUMA_BINS + b]);
+            let a = stats[cur * STATS + LUMA_BINS + b];
+            let q = stats[prev * STATS + LUMA_BINS + b];
             dh = dh + max(a, q) - min(a, q);
         }
         let cut = 0.25 * (f32(dl) + f32(dh)) / nf;

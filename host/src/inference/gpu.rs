@@ -16,6 +16,8 @@ use super::model::{Model, NETWORK_COUNT, Presence, TimeBase};
 use super::motion::{self, MotionBank};
 
 const VISUAL_WGSL: &str = include_str!("../../../shaders/visual.wgsl");
+/// Words per frame slot in `visual.wgsl`'s `stats`: 33 histogram counts and 576 cell means.
+const VISUAL_SLOT_STATS: usize = 33 + 576;
 const AUDIO_WGSL: &str = include_str!("../../../shaders/audio.wgsl");
 const POOL_WGSL: &str = include_str!("../../../shaders/pool.wgsl");
 const RESPONSE_WGSL: &str = include_str!("../../../shaders/response.wgsl");
@@ -107,6 +109,7 @@ pub struct GpuContext {
     device: wgpu::Device,
     queue: wgpu::Queue,
     errors: Arc<Mutex<Vec<String>>>,
+    visual_stats: Kernel,
     visual: Kernel,
     motion_project: Kernel,
     motion_energy: Kernel,
@@ -281,8 +284,14 @@ impl GpuContext {
             Kernel { pipeline, layout }
         };
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let visual_binds = [Uniform, Read, ReadWrite, ReadWrite, ReadWrite];
+        let visual_stats = kernel(&visual_m, "slot_stats", &visual_binds);
         let ctx_kernels = (
-            kernel(&visual_m, "frame_features", &[Uniform, Read, ReadWrite]),
+            kernel(
+                &visual_m,
+                "frame_features",
+                &[Uniform, Read, ReadWrite, ReadWrite, ReadWrite],
+            ),
             kernel(
                 &motion_m,
                 "project",
@@ -349,6 +358,7 @@ impl GpuContext {
             .min(limits.max_buffer_size);
         Ok(Self {
             adapter_info,
+            visual_stats,
             visual: ctx_kernels.0,
             motion_project: ctx_kernels.1,
             motion_energy: ctx_kernels.2,
@@ -549,10 +559,19 @@ impl GpuContext {
             width, height, n as u32, 0, rect.x0, rect.y0, rect.x1, rect.y1,
         ]));
         let input = self.storage("frames", frames)?;
+        // The luma plane and the per-slot histograms and cell means (`slot_stats`), read by
+        // `frame_features`; neither leaves the adapter.
+        let lumas = self.output("luma planes", (n + 1) * (width * height) as usize)?;
+        let stats = self.output("slot stats", (n + 1) * VISUAL_SLOT_STATS)?;
         let out = self.output("frame features", n * FRAME_FEATURES)?;
-        let bg = self.bind(&self.visual, &[&params, &input, &out]);
+        let bufs = [&params, &input, &lumas, &stats, &out];
+        let bg_stats = self.bind(&self.visual_stats, &bufs);
+        let bg = self.bind(&self.visual, &bufs);
         let mut r = self.run(
-            &[(&self.visual, &bg, n as u32)],
+            &[
+                (&self.visual_stats, &bg_stats, (n + 1) as u32),
+                (&self.visual, &bg, n as u32),
+            ],
             &[(&out, n * FRAME_FEATURES)],
         )?;
         Ok((r.remove(0), start.elapsed()))
