@@ -61,6 +61,16 @@ pub enum Command {
         #[arg(long)]
         out: Option<std::path::PathBuf>,
     },
+    /// An MCP server on stdin/stdout for desktop agents, proxying a running service: the
+    /// same tools and resources as the service's `/mcp` endpoint, with this key.
+    Mcp {
+        /// The service's base URL, e.g. `http://127.0.0.1:8080`.
+        #[arg(long, env = "BRAINSCAN_URL")]
+        url: String,
+        /// An API key of the organisation the agent works for (`sk_live_…`).
+        #[arg(long, env = "BRAINSCAN_API_KEY", hide_env_values = true)]
+        key: String,
+    },
     /// Organisations, API keys and wallets.
     Admin {
         #[command(flatten)]

@@ -26,6 +26,7 @@ pub mod intelligence;
 pub mod listen;
 pub mod local;
 pub mod lockout;
+pub mod mcp;
 pub mod media;
 pub mod metrics;
 pub mod npy;

@@ -104,6 +104,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Mcp { url, key } => {
+            // stdout is the protocol's channel: warnings go to stderr, nothing else is logged.
+            init_tracing_from(false, "warn");
+            brainscan::mcp::serve_stdio(&url, &key).await
+        }
         Command::Admin { store, command } => {
             std::fs::create_dir_all(&store.data_dir)?;
             let db = brainscan::store::Db::connect(&store.database_url()).await?;

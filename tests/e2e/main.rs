@@ -14,6 +14,7 @@ mod console;
 mod cortex;
 mod intelligence;
 mod local_analyze;
+mod mcp;
 mod openapi;
 mod process;
 mod scans;

@@ -107,8 +107,9 @@ pub fn router(app: Arc<App>) -> Router {
 
 /// The routes of one [`Surface`]. With a separate operations address, `/metrics` and
 /// `/admin/v1` are not on the public one at all (404), so they can be firewalled apart.
-pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
-    let api = Router::new()
+/// The public API's routes (mounted at `/api/v1`).
+fn api_routes() -> Router<Arc<App>> {
+    Router::new()
         // Scans
         .route("/scans", post(scans::create_scan).get(scans::list_scans))
         .route("/scans/{id}", get(scans::get_scan))
@@ -123,7 +124,22 @@ pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
         // Artifacts of the local store (signed links; no API key)
         .route("/artifacts/{*key}", get(artifacts::get_artifact))
         // Contract
-        .route("/openapi.json", get(openapi::openapi_json));
+        .route("/openapi.json", get(openapi::openapi_json))
+}
+
+/// `/mcp` answers only requests with a valid key (401 `unauthorized` as the REST API, and the
+/// same per-organisation rate limit); the tools then call the REST routes with that key.
+async fn mcp_gate(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    use axum::extract::FromRequestParts as _;
+    let (mut parts, body) = request.into_parts();
+    if let Err(e) = super::extract::Authed::from_request_parts(&mut parts, &app).await {
+        return e.into_response();
+    }
+    next.run(Request::from_parts(parts, body)).await
+}
+
+pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
+    let api = api_routes();
 
     // Operators upload plugin components here; their size cap is the plugin file limit, not
     // the JSON body limit of the public API.
@@ -147,6 +163,16 @@ pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
             .route("/console", get(console::index))
             .route("/console/", get(console::index))
             .route("/console/{file}", get(console::asset));
+        // The MCP tools call these same API routes in process (their own copy of the
+        // routes, so the service does not hold a reference to itself).
+        let rest = Router::new()
+            .nest("/api/v1", api_routes())
+            .layer(axum::extract::DefaultBodyLimit::max(max_body))
+            .with_state(app.clone());
+        let mcp = Router::new()
+            .nest_service("/mcp", crate::mcp::http_service(rest, max_body))
+            .layer(middleware::from_fn_with_state(app.clone(), mcp_gate));
+        routes = routes.merge(mcp);
     }
     if serves_api && surface != Surface::Public {
         routes = routes.nest("/admin/v1", admin);
