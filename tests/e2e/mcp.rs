@@ -239,3 +239,53 @@ async fn an_agent_scans_waits_reads_and_compares_over_mcp_and_sees_no_other_org(
     server.child.kill().ok();
     server.child.wait().ok();
 }
+
+/// The organisation's rate limit covers `/mcp` as it covers REST: a burst over the limit gets
+/// 429 `rate_limited` with `Retry-After`, on the MCP endpoint and on the REST API alike, since
+/// both draw on one per-organisation budget.
+#[tokio::test]
+async fn mcp_requests_share_the_organisations_rate_limit() {
+    use crate::support::{FixtureAnalyzer, TestApp};
+    let t = TestApp::start_with(
+        |c| {
+            c.http.rate_limit_per_sec = 1;
+            c.http.rate_limit_burst = 3;
+        },
+        std::sync::Arc::new(FixtureAnalyzer),
+    )
+    .await;
+    let org = t.org("acme", 1_000).await;
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        let r = t
+            .http
+            .post(format!("{}/mcp", t.base))
+            .bearer_auth(&org.key)
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2025-06-18")
+            .json(&list)
+            .send()
+            .await
+            .expect("post");
+        statuses.push(r.status().as_u16());
+    }
+    // The burst is spent on MCP requests; the next REST call is refused, and so is MCP.
+    let (s, e) = t.get(&org, "/wallet").await;
+    assert_eq!(s.as_u16(), 429, "{statuses:?} then {e}");
+    assert_eq!(e["error"], "rate_limited");
+    let r = t
+        .http
+        .post(format!("{}/mcp", t.base))
+        .bearer_auth(&org.key)
+        .header("Accept", "application/json, text/event-stream")
+        .json(&list)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status().as_u16(), 429);
+    assert!(r.headers().contains_key("retry-after"));
+    // The first three were served.
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    t.stop().await;
+}
