@@ -8,7 +8,17 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{BIN, admin, fixtures, funded_key, media_server, serve};
+use crate::support::{BIN, admin, fixtures, funded_key, media_server, real_clips, serve};
+
+/// The six tools, sorted.
+const TOOLS: [&str; 6] = [
+    "compare_scans",
+    "create_scan",
+    "get_scan",
+    "get_wallet",
+    "list_scans",
+    "search_memory",
+];
 
 fn python() -> String {
     std::env::var("BRAINSCAN_MCP_PYTHON").unwrap_or_else(|_| {
@@ -50,31 +60,29 @@ async fn an_agent_scans_waits_reads_and_compares_over_mcp_and_sees_no_other_org(
     let other_key = admin(dir.path(), &["key", "create", "--org", "rival"])
         .trim()
         .to_owned();
+    // Two real clips (scripts/fetch-test-media): a street video without sound, and speech.
+    for (from, to) in [("bikes.mp4", "mcp-bikes.mp4"), ("jfk.wav", "mcp-jfk.wav")] {
+        std::fs::copy(real_clips().join(from), fixtures().dir.join(to)).expect("copy clip");
+    }
     let media = media_server().await;
-    let _ = fixtures();
     let mut server = serve(dir.path());
-    let clip = media.url("/media/clip.mp4");
+    let (video, audio) = (
+        media.url("/media/mcp-bikes.mp4"),
+        media.url("/media/mcp-jfk.wav"),
+    );
     let base = server.base.clone();
     let (key2, other2, base2) = (key.clone(), other_key.clone(), base.clone());
-    let r = tokio::task::spawn_blocking(move || client(&["http", &base2, &key2, &other2, &clip]))
-        .await
-        .expect("client thread");
+    let r = tokio::task::spawn_blocking(move || {
+        client(&["http", &base2, &key2, &other2, &video, &audio])
+    })
+    .await
+    .expect("client thread");
 
     // Discovery: the six tools, each with an input and an output schema; both templates.
     let tools = r["tools"].as_object().expect("tools");
     let mut names: Vec<&str> = tools.keys().map(String::as_str).collect();
     names.sort_unstable();
-    assert_eq!(
-        names,
-        [
-            "compare_scans",
-            "create_scan",
-            "get_scan",
-            "get_wallet",
-            "list_scans",
-            "search_memory"
-        ]
-    );
+    assert_eq!(names, TOOLS);
     for (name, t) in tools {
         assert_eq!(t["input"]["type"], "object", "{name}");
         assert_eq!(t["output"]["type"], "object", "{name}");
@@ -116,6 +124,14 @@ async fn an_agent_scans_waits_reads_and_compares_over_mcp_and_sees_no_other_org(
         got[0]["structured"]["lenses"],
         serde_json::json!(["attention", "memory"])
     );
+    // The speech clip's own words reached the agent.
+    let words: String = got[1]["structured"]["transcript"]
+        .as_array()
+        .expect("transcript")
+        .iter()
+        .filter_map(|l| l["text"].as_str())
+        .collect();
+    assert!(words.contains("country"), "{words}");
     // The structured content is the JSON the REST API returns for the same scan.
     assert_eq!(r["got_again"]["structured"], got[0]["structured"]);
     assert_eq!(
@@ -213,17 +229,7 @@ async fn an_agent_scans_waits_reads_and_compares_over_mcp_and_sees_no_other_org(
     let s = tokio::task::spawn_blocking(move || client(&["stdio", BIN, &base, &key]))
         .await
         .expect("client thread");
-    assert_eq!(
-        s["tools"],
-        serde_json::json!([
-            "compare_scans",
-            "create_scan",
-            "get_scan",
-            "get_wallet",
-            "list_scans",
-            "search_memory"
-        ])
-    );
+    assert_eq!(s["tools"], serde_json::json!(TOOLS));
     assert!(
         (available(&s["wallet"]) - last).abs() < 1e-9,
         "{}",

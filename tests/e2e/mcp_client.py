@@ -1,7 +1,7 @@
 """A real MCP client (the official Python SDK, pinned in scripts/requirements/mcp.txt) driving
 brainscan's MCP server. tests/e2e/mcp.rs runs it and asserts on the JSON it prints.
 
-    mcp_client.py http BASE_URL KEY OTHER_KEY CLIP_URL   # Streamable HTTP at BASE_URL/mcp
+    mcp_client.py http BASE_URL KEY OTHER_KEY VIDEO_URL AUDIO_URL   # Streamable HTTP at BASE_URL/mcp
     mcp_client.py stdio BRAINSCAN_BIN BASE_URL KEY       # `brainscan mcp` as a subprocess
 
 Every step records what the server answered; nothing is asserted here, so a failure shows the
@@ -50,7 +50,7 @@ def session_over_http(base, key):
     return client, streamable_http_client(f"{base}/mcp", http_client=client)
 
 
-async def http_run(base, key, other_key, clip_url):
+async def http_run(base, key, other_key, video_url, audio_url):
     out = {}
     client, transport = session_over_http(base, key)
     async with client, transport as (read_stream, write_stream, *_):
@@ -65,8 +65,8 @@ async def http_run(base, key, other_key, clip_url):
             templates = (await s.list_resource_templates()).resource_templates
             out["templates"] = [t.uri_template for t in templates]
             out["wallet_before"] = await call(s, "get_wallet", {})
-            a = await call(s, "create_scan", {"url": clip_url, "lenses": ["attention", "memory"]})
-            b = await call(s, "create_scan", {"url": clip_url, "modality": "video"})
+            a = await call(s, "create_scan", {"url": video_url, "lenses": ["attention", "memory"]})
+            b = await call(s, "create_scan", {"url": audio_url, "modality": "audio"})
             out["created"] = [a, b]
             ids = [x["structured"]["scan_id"] for x in (a, b)]
             out["got"] = [await call(s, "get_scan", {"scan_id": i, "wait_seconds": 120}) for i in ids]
@@ -124,7 +124,7 @@ async def stdio_run(binary, base, key):
 def main():
     mode = sys.argv[1]
     if mode == "http":
-        result = asyncio.run(http_run(*sys.argv[2:6]))
+        result = asyncio.run(http_run(*sys.argv[2:7]))
     else:
         result = asyncio.run(stdio_run(*sys.argv[2:5]))
     print(json.dumps(result))
