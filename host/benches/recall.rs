@@ -7,7 +7,8 @@
 //!   first (cold: loads every vector from the database) and warm (only new rows are read);
 //! - the exact scan alone over one million vectors (goal ≤ 300 ms), and the warm search's
 //!   goal at 100 000 (≤ 50 ms), as release figures;
-//! - embedding one query with all-MiniLM-L6-v2 on the CPU.
+//! - embedding one query with all-MiniLM-L6-v2 on the CPU, and a scan's texts batched by
+//!   length against the previous unsorted batch of 32 (same run).
 //!
 //! Vectors are random unit vectors (embedding 100 000 real texts would take most of an hour
 //! here); the scan's cost does not depend on their values. Needs `scripts/fetch-models`.
@@ -107,6 +108,43 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "embedding one query: {:.1} ms",
         median(times).as_secs_f64() * 1e3
+    );
+
+    // A scan's texts as the worker embeds them after a 60 s speech clip: four moment reasons,
+    // the summary (the longest) and sixteen transcript lines. Shipped: sorted by length in
+    // batches of 8; baseline in the same run: the previous single batch of up to 32 in the
+    // caller's order, every text padded to the summary's length.
+    let summary = "This 60-second clip holds attention moderately: attention averages 52, peaking \
+        at 71 around 0:14. Across the clip, memory encoding 48, buying intent 45 on average. \
+        Three moments stand out from the clip's own rhythm, the largest a rise in attention \
+        when the narration turns to the budget. No stretch of buying intent rises clearly above \
+        the clip's own average. This is a directional read from a model of an average viewer's \
+        brain response, not a measurement of any real audience.";
+    let mut scan_texts: Vec<String> = (0..4)
+        .map(|i| format!("attention rises {i} points as the narration changes topic"))
+        .collect();
+    scan_texts.push(summary.to_owned());
+    scan_texts.extend(
+        (0..16)
+            .map(|i| format!("the committee met on tuesday to discuss the new library, line {i}")),
+    );
+    let scan_texts: Vec<&str> = scan_texts.iter().map(String::as_str).collect();
+    let (mut shipped, mut previous) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let t = Instant::now();
+        embedder.embed(&scan_texts)?;
+        shipped.push(t.elapsed());
+        let t = Instant::now();
+        embedder.embed_with(&scan_texts, 32, false)?;
+        previous.push(t.elapsed());
+    }
+    let (shipped, previous) = (median(shipped), median(previous));
+    println!(
+        "embedding a scan's 21 texts: {:.0} ms sorted by length in batches of 8, {:.0} ms as one \
+         unsorted batch (baseline, same run): ratio {:.2}",
+        shipped.as_secs_f64() * 1e3,
+        previous.as_secs_f64() * 1e3,
+        shipped.as_secs_f64() / previous.as_secs_f64()
     );
 
     let dir = tempfile::tempdir()?;
