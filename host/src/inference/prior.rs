@@ -657,10 +657,18 @@ pub fn build_v2(
 ) -> Model {
     let (weights, notes) = grounded_weights(profiles);
     let centre = v2::centres(corpus_mean);
-    let mut provenance = prior_provenance(
-        "Weights are a prior derived from data, not fitted: each feature's weights are the Neurosynth v7 network profile (positive log odds, 95% bootstrap interval above 0) of the construct it indexes. They are NOT fitted to fMRI. On real fMRI (Alice, first half) they predict language regions at mean r 0.30, no better than loudness alone (0.30); within 5 blocks of the story 0.33 against loudness's 0.18 and word rate's 0.40: read results as directional prior-model predictions, not measurements. Drive features (how much there is to see, hear or understand) are scaled from their value with no stimulus, so 0 on a network is rest and an absent stream, silence or a uniform frame reads as no drive; the other features are centred on the reference corpus below, and every feature's spread comes from that corpus.",
-        corpus,
+    // The figures come from the shipped evaluation, so the words a client reads and the
+    // numbers beside them cannot disagree.
+    let e = crate::grounding::alice::SHIPPED_EVALUATION;
+    let summary = format!(
+        "Weights are a prior derived from data, not fitted: each feature's weights are the Neurosynth v7 network profile (positive log odds, 95% bootstrap interval above 0) of the construct it indexes. They are NOT fitted to fMRI. On real fMRI (Alice, first half) they predict language regions at mean r {:.2}, no better than loudness alone ({:.2}); within 5 blocks of the story {:.2} against loudness's {:.2} and word rate's {:.2}: read results as directional prior-model predictions, not measurements. Drive features (how much there is to see, hear or understand) are scaled from their value with no stimulus, so 0 on a network is rest and an absent stream, silence or a uniform frame reads as no drive; the other features are centred on the reference corpus below, and every feature's spread comes from that corpus.",
+        e.zero_shot_mean_r,
+        e.loudness_only_mean_r,
+        e.zero_shot_within_block_mean_r,
+        e.loudness_only_within_block_mean_r,
+        e.word_rate_only_within_block_mean_r,
     );
+    let mut provenance = prior_provenance(&summary, corpus);
     provenance.insert(
         "evaluation".to_owned(),
         serde_json::json!(crate::grounding::alice::SHIPPED_EVALUATION),
