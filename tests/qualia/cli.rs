@@ -35,7 +35,7 @@ fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {
         "--json",
     ])))
     .expect("json");
-    assert_eq!(doc["model"], "qualia-2.6.0");
+    assert_eq!(doc["model"], "qualia-2.7.0");
     assert_eq!(doc["time_base"], "stimulus");
     assert_eq!(doc["seconds"], 6);
     assert_eq!(doc["modalities"]["video"], true);
@@ -45,7 +45,7 @@ fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {
         assert!(rows[3][name].as_f64().expect(name).is_finite());
     }
     let table = ok(&brainscan(&["scan", clip.to_str().expect("utf8")]));
-    assert!(table.contains("qualia-2.6.0"), "{table}");
+    assert!(table.contains("qualia-2.7.0"), "{table}");
     assert_eq!(table.lines().count(), 2 + 6, "{table}");
 }
 
@@ -305,19 +305,13 @@ async fn check_shipped_statistics(q: &Qualia) {
         .expect("corpus list")
         .clone();
     let mut clips = Vec::new();
-    for entry in &corpus {
-        let csv = entry["file"].as_str().expect("file");
-        let stem = csv.trim_end_matches(".csv");
-        let media = ["mp4", "wav"]
-            .iter()
-            .map(|e| real_media().join(format!("{stem}.{e}")))
-            .find(|p| p.exists())
-            .expect("corpus clip");
+    for (entry, media) in corpus.iter().zip(crate::support::corpus_clips(model)) {
         let out = analyse_with(q, &media).await;
         assert_eq!(
             entry["seconds"].as_u64(),
             Some(out.seconds as u64),
-            "{stem}"
+            "{}",
+            media.display()
         );
         clips.push(CorpusClip {
             features: out.features,

@@ -128,8 +128,8 @@ fn alice_first_half_meets_the_preregistered_floor() {
     );
     // The figures the card reports, to three decimals.
     assert!(
-        (mean - 0.301).abs() < 0.0015,
-        "zero-shot mean r is {mean:.3}; the card says 0.301"
+        (mean - 0.292).abs() < 0.0015,
+        "zero-shot mean r is {mean:.3}; the card says 0.292"
     );
     assert!(
         (loudness - 0.303).abs() < 0.0015,

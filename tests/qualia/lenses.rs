@@ -19,7 +19,7 @@ use brainscan::grounding::neurosynth::ProfileTable;
 use brainscan::grounding::pearson;
 use brainscan_readouts::{LENSES, Readout};
 
-use crate::support::{analyse, ffmpeg, real_media, speech};
+use crate::support::{analyse, corpus_clips, ffmpeg, qualia, speech};
 
 /// Unit-length positive credible profile of a construct.
 fn profile(table: &ProfileTable, construct: &str) -> [f64; 7] {
@@ -134,25 +134,29 @@ fn probes(dir: &Path) -> Vec<PathBuf> {
 #[tokio::test]
 async fn lens_independence_is_measured_and_pinned() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let media = real_media();
-    let mut clips: Vec<PathBuf> = [
-        "trailer_bbb.mp4",
-        "bigbuckbunny.mp4",
-        "bikes.mp4",
-        "carphone_pristine.mp4",
-        "jfk.wav",
-    ]
-    .iter()
-    .map(|c| media.join(c))
-    .collect();
+    // Every real clip of the model's reference corpus, then the generated probes.
+    let mut clips: Vec<PathBuf> = corpus_clips(&qualia().model);
     clips.extend(probes(dir.path()));
     let calibrations: Vec<_> = LENSES.iter().map(Readout::calibration).collect();
     // Within-clip: each pair's r over the clips where both lenses move (a lens whose score
     // spans under 1 point has no within-clip correlation to speak of).
     let mut worst = [[0.0f64; 4]; 4];
     let mut pooled: Vec<[f64; 4]> = Vec::new();
+    // The same, on the raw readouts (weighted network sums before the percentile scale).
+    let mut pooled_raw: Vec<[f64; 4]> = Vec::new();
     for path in &clips {
         let out = analyse(path).await;
+        let raw: Vec<Vec<f64>> = LENSES
+            .iter()
+            .map(|l| out.networks.iter().map(|r| l.raw(r)).collect())
+            .collect();
+        let raw_means: Vec<f64> = raw
+            .iter()
+            .map(|s| s.iter().sum::<f64>() / s.len() as f64)
+            .collect();
+        pooled_raw.extend(
+            (0..out.networks.len()).map(|t| std::array::from_fn(|l| raw[l][t] - raw_means[l])),
+        );
         let scores: Vec<Vec<f64>> = LENSES
             .iter()
             .zip(&calibrations)
@@ -190,33 +194,55 @@ async fn lens_independence_is_measured_and_pinned() {
             (0..out.networks.len()).map(|t| std::array::from_fn(|l| scores[l][t] - means[l])),
         );
     }
-    let column = |l: usize| pooled.iter().map(|r| r[l]).collect::<Vec<_>>();
-    let corr: [[f64; 4]; 4] =
-        std::array::from_fn(|a| std::array::from_fn(|b| pearson(&column(a), &column(b))));
-    let ev = nalgebra::Matrix4::from_fn(|a, b| corr[a][b]).symmetric_eigenvalues();
-    let pr = ev.iter().sum::<f64>().powi(2) / ev.iter().map(|x| x * x).sum::<f64>();
+    let correlation = |rows: &[[f64; 4]]| -> [[f64; 4]; 4] {
+        let column = |l: usize| rows.iter().map(|r| r[l]).collect::<Vec<_>>();
+        std::array::from_fn(|a| std::array::from_fn(|b| pearson(&column(a), &column(b))))
+    };
+    let participation = |corr: &[[f64; 4]; 4]| {
+        let ev = nalgebra::Matrix4::from_fn(|a, b| corr[a][b]).symmetric_eigenvalues();
+        ev.iter().sum::<f64>().powi(2) / ev.iter().map(|x| x * x).sum::<f64>()
+    };
+    let corr = correlation(&pooled);
+    let pr = participation(&corr);
+    let corr_raw = correlation(&pooled_raw);
+    let pr_raw = participation(&corr_raw);
     println!("worst within-clip r: {worst:.2?}");
     println!("pooled within-clip correlation: {corr:.2?}");
     println!("participation ratio: {pr:.2}");
+    println!(
+        "raw readouts: pooled within-clip correlation {corr_raw:.2?}, participation ratio {pr_raw:.2}"
+    );
     // What the redefinition fixed: attention is no longer the mirror image of purchase intent
     // and manipulation (v1: r = −0.98 within clip).
     assert!(corr[0][2] > -0.5 && corr[0][3] > -0.5, "{corr:?}");
     // The participation-ratio requirement (four lenses carry at least 2.5 dimensions of the
-    // clips' within-clip variation; v1 carried 1.3-1.6): met by 2.1.0 (2.65), not by 2.2.0
-    // (2.18), whose face features drive Limbic, which three of the four lenses read, nor by
-    // 2.3.0 (2.38), nor by 2.4.0 and 2.5.0 (2.31), nor by 2.6.0 (1.95: purchase intent and
-    // manipulation now share one drive, faces through Limbic, pooled r 0.97). Pinned as the
-    // card states it.
+    // clips' within-clip variation; v1 carried 1.3-1.6). History: 2.1.0 2.65, 2.2.0 2.18,
+    // 2.3.0 2.38, 2.4.0 and 2.5.0 2.31, 2.6.0 1.95 (five corpus clips), 2.7.0 2.51 (nine).
+    // 2.7.0 meets it by 0.01, and only on the scores: the raw readouts carry 1.5 (purchase
+    // intent and manipulation r 0.98). The gain is the percentile scale's, not new drives: most
+    // corpus seconds (all music and silent-video seconds) have no Limbic, Ventral Attention or
+    // Frontoparietal drive, so those readouts tie at 0, and the scale stretches small values
+    // around that tie differently for each lens. Pinned as the card states it.
     assert!(
-        (pr - 1.95).abs() < 0.05,
-        "participation ratio {pr:.2}: the card says 1.95 (requirement 2.5, not met); update it"
+        pr >= 2.5 && (pr - 2.51).abs() < 0.05,
+        "participation ratio {pr:.2}: the card says 2.51 (requirement 2.5); update it"
+    );
+    assert!(
+        (pr_raw - 1.52).abs() < 0.1,
+        "raw-readout participation ratio {pr_raw:.2}: the card says 1.5; update it"
+    );
+    // Not met: purchase intent and manipulation above |r| = 0.8 pooled within clip.
+    assert!(
+        (corr[2][3] - 0.86).abs() < 0.03,
+        "purchase intent vs manipulation pooled {:.2}: the card says 0.86; update it",
+        corr[2][3]
     );
     // What it did not fix, pinned as the model card states it (README "Lens independence"):
     // in clips with only pictures, memory follows attention (both read Visual), and in speech
     // clips memory and purchase intent move together (both read mostly Limbic).
     assert!(
-        (worst[1][2] - 0.99).abs() < 0.03 && (worst[0][1] - 0.99).abs() < 0.03,
-        "memory vs purchase intent {:.2}, memory vs attention {:.2}: the card says 0.99 and 0.99; update it",
+        (worst[1][2] - 1.0).abs() < 0.03 && (worst[0][1] - 0.99).abs() < 0.03,
+        "memory vs purchase intent {:.2}, memory vs attention {:.2}: the card says 1.00 and 0.99; update it",
         worst[1][2],
         worst[0][1]
     );

@@ -135,6 +135,29 @@ pub fn real_media() -> PathBuf {
     .clone()
 }
 
+/// The real clips a model's statistics were built from (its `provenance.corpus`), as paths in
+/// the test media folder, in the model's order.
+pub fn corpus_clips(model: &Model) -> Vec<PathBuf> {
+    let media = real_media();
+    model.manifest.provenance["corpus"]
+        .as_array()
+        .expect("corpus list")
+        .iter()
+        .map(|entry| {
+            let stem = entry["file"]
+                .as_str()
+                .expect("file")
+                .trim_end_matches(".csv")
+                .to_owned();
+            ["mp4", "wav"]
+                .iter()
+                .map(|e| media.join(format!("{stem}.{e}")))
+                .find(|p| p.exists())
+                .unwrap_or_else(|| panic!("corpus clip {stem} is not in {}", media.display()))
+        })
+        .collect()
+}
+
 /// Values of one network over a range of seconds.
 pub fn series(out: &QualiaOutput, network: usize, seconds: std::ops::Range<usize>) -> Vec<f64> {
     seconds

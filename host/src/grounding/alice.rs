@@ -46,15 +46,15 @@ pub const ROIS: [(&str, [f64; 3], &str); 6] = [
 /// fails if they drift, so the three places cannot disagree.
 pub const SHIPPED_EVALUATION: ShippedEvaluation = ShippedEvaluation {
     dataset: "Brennan et al. 2016 Alice fMRI, first half (volumes 1-181), six language ROIs, 28-subject mean",
-    zero_shot_mean_r: 0.301,
+    zero_shot_mean_r: 0.292,
     loudness_only_mean_r: 0.303,
-    word_rate_only_mean_r: 0.360,
-    zero_shot_within_block_mean_r: 0.329,
+    word_rate_only_mean_r: 0.359,
+    zero_shot_within_block_mean_r: 0.320,
     loudness_only_within_block_mean_r: 0.176,
-    word_rate_only_within_block_mean_r: 0.401,
-    nested_cv_fitted_within_block_mean_r: 0.380,
+    word_rate_only_within_block_mean_r: 0.395,
+    nested_cv_fitted_within_block_mean_r: 0.299,
     ceiling_loso_isc: 0.266,
-    floor: "pre-registered, whole series: mean r >= 0.10 (met) and above loudness only (not met: 0.301 against 0.303). Within each of 5 blocks (secondary, added after seeing the data): 0.329 against loudness only 0.176 and word rate only 0.401",
+    floor: "pre-registered, whole series: mean r >= 0.10 (met) and above loudness only (not met: 0.292 against 0.303). Within each of 5 blocks (secondary, added after seeing the data): 0.320 against loudness only 0.176 and word rate only 0.395",
     card: "models/qualia/v2/README.md#evaluation-on-real-fmri-alice-first-half-pre-registered",
 };
 

@@ -30,8 +30,8 @@
 //!   are a documented construction, not fitted to anything.
 //!
 //! The z unit of these content features comes from the same construction, not from the
-//! reference corpus (which holds 11 s of speech and almost no topic change, so its spread is
-//! at the floor and any narration read as several z; [`content_units`]).
+//! reference corpus (which held 11 s of speech and almost no topic change up to qualia 2.6.0,
+//! so its spread sat at the floor and any narration read as several z; [`content_units`]).
 //!
 //! Every window ends at the end of its second, so nothing here reads the future.
 
