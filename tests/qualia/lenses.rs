@@ -131,6 +131,18 @@ fn probes(dir: &Path) -> Vec<PathBuf> {
     ]
 }
 
+/// One clip's four lens series as per-second rows, each lens centred on its clip mean (for
+/// correlations pooled within clip).
+fn centred_within_clip(series: &[Vec<f64>]) -> Vec<[f64; 4]> {
+    let means: Vec<f64> = series
+        .iter()
+        .map(|s| s.iter().sum::<f64>() / s.len() as f64)
+        .collect();
+    (0..series[0].len())
+        .map(|t| std::array::from_fn(|l| series[l][t] - means[l]))
+        .collect()
+}
+
 #[tokio::test]
 async fn lens_independence_is_measured_and_pinned() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -150,13 +162,7 @@ async fn lens_independence_is_measured_and_pinned() {
             .iter()
             .map(|l| out.networks.iter().map(|r| l.raw(r)).collect())
             .collect();
-        let raw_means: Vec<f64> = raw
-            .iter()
-            .map(|s| s.iter().sum::<f64>() / s.len() as f64)
-            .collect();
-        pooled_raw.extend(
-            (0..out.networks.len()).map(|t| std::array::from_fn(|l| raw[l][t] - raw_means[l])),
-        );
+        pooled_raw.extend(centred_within_clip(&raw));
         let scores: Vec<Vec<f64>> = LENSES
             .iter()
             .zip(&calibrations)
@@ -185,14 +191,7 @@ async fn lens_independence_is_measured_and_pinned() {
                 }
             }
         }
-        // Pooled within-clip: each lens centred on its clip mean.
-        let means: Vec<f64> = scores
-            .iter()
-            .map(|s| s.iter().sum::<f64>() / s.len() as f64)
-            .collect();
-        pooled.extend(
-            (0..out.networks.len()).map(|t| std::array::from_fn(|l| scores[l][t] - means[l])),
-        );
+        pooled.extend(centred_within_clip(&scores));
     }
     let correlation = |rows: &[[f64; 4]]| -> [[f64; 4]; 4] {
         let column = |l: usize| rows.iter().map(|r| r[l]).collect::<Vec<_>>();
