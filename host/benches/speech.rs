@@ -6,7 +6,11 @@
 //!   case issue 19 sets at ≥ 10 audio-s/s (≤ 6 s for the minute) on this 2-core machine;
 //! - the Big Buck Bunny trailer (music, no speech) with the voice-activity gate, and without
 //!   it (Whisper decoding every window, as an ungated transcriber would) in the same run;
-//! - the Silero VAD alone.
+//! - the Silero VAD alone;
+//! - the temperature fallback's five sampled temperatures on one window, decoded one after
+//!   another (the baseline: the reference's order) and as the one batch the fallback now
+//!   decodes, on the 4 x JFK window (where the repetition sends the decoder through every
+//!   temperature) and on the trailer's first window (music).
 //!
 //! Needs `scripts/fetch-models`, `scripts/fetch-test-media` and espeak-ng.
 
@@ -15,6 +19,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use brainscan::media::decode::{DecodeSpec, read_audio};
+use brainscan::speech::whisper::WhisperModel;
 use brainscan::speech::{ModelPaths, Speech};
 
 #[path = "../../tests/speech/support.rs"]
@@ -85,11 +90,27 @@ async fn dense_speech() -> Vec<f32> {
     pcm
 }
 
+/// Times the fallback's sampled temperatures on the first window of `pcm`, one by one and
+/// batched, and checks that both give the same candidates.
+fn fallback(label: &str, whisper: &WhisperModel, pcm: &[f32]) {
+    let c = whisper
+        .compare_fallback_batching(pcm)
+        .expect("fallback comparison");
+    let same = c.one_by_one.iter().zip(&c.batched).all(|(a, b)| a.0 == b.0);
+    let tokens: usize = c.one_by_one[1..].iter().map(|(t, _)| t.len()).sum();
+    println!(
+        "{label:<44} one by one {:>5.2} s, batched {:>5.2} s: ratio {:.2} ({tokens} tokens; same candidates: {same})",
+        c.one_by_one_secs,
+        c.batched_secs,
+        c.batched_secs / c.one_by_one_secs
+    );
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let speech = Speech::load(&ModelPaths::under(
-        &brainscan::config::default_models_dir_from_env(),
-    ))?;
+    let paths = ModelPaths::under(&brainscan::config::default_models_dir_from_env());
+    let speech = Speech::load(&paths)?;
+    let whisper = WhisperModel::load(&paths.whisper)?;
     let dir = media();
     let jfk = pcm(&dir.join("jfk.wav")).await;
     let mut long = Vec::new();
@@ -122,5 +143,7 @@ async fn main() -> anyhow::Result<()> {
     rate("Silero VAD alone on the trailer", music.len(), || {
         speech.speech_regions(&music).map_or(0, |r| r.len())
     });
+    fallback("fallback temperatures, 4 x jfk window", &whisper, &long);
+    fallback("fallback temperatures, trailer window", &whisper, &music);
     Ok(())
 }

@@ -212,23 +212,61 @@ fn the_whisper_loader_rejects_a_truncated_model() {
     assert!(format!("{err:#}").contains("truncated"), "{err:#}");
 }
 
+/// The 16 kHz samples of `jfk.wav`.
+fn jfk_pcm(dir: &std::path::Path) -> Vec<f32> {
+    let raw = dir.join("jfk.f32");
+    run(Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(real_media().join("jfk.wav"))
+        .args(["-f", "f32le", "-ac", "1", "-ar", "16000"])
+        .arg(&raw));
+    std::fs::read(&raw)
+        .expect("pcm")
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+/// The temperature fallback decodes its candidates as one batch (`speech/decoder.rs`). Each
+/// candidate must come out as it does alone: the same tokens and the same mean
+/// log-probability, at every temperature of the fallback on the real model and the JFK window.
+/// A batch row that read another row's cache, mask or queries would change the tokens.
+#[test]
+fn batched_fallback_candidates_decode_as_they_do_alone() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let pcm = jfk_pcm(dir.path());
+    let model = brainscan::speech::whisper::WhisperModel::load(&support::models().whisper)
+        .expect("whisper model");
+    let brainscan::speech::whisper::FallbackComparison {
+        one_by_one: alone,
+        batched,
+        ..
+    } = model.compare_fallback_batching(&pcm).expect("decodes");
+    assert_eq!(alone.len(), 6);
+    assert_eq!(batched.len(), 6);
+    for (i, ((ta, la), (tb, lb))) in alone.iter().zip(&batched).enumerate() {
+        eprintln!(
+            "temperature {i}: {} tokens, mean log-probability {la:.4} / {lb:.4}",
+            ta.len()
+        );
+        assert!(ta.len() > 5, "candidate {i} decoded {} tokens", ta.len());
+        assert_eq!(ta, tb, "candidate {i}");
+        assert!((la - lb).abs() < 1e-3, "candidate {i}: {la} vs {lb}");
+    }
+    // The sampled candidates are draws, not the greedy text again.
+    assert!(
+        alone[1..].iter().any(|(t, _)| t != &alone[0].0),
+        "{alone:?}"
+    );
+}
+
 /// The key/value-cached decoder (`speech/decoder.rs`) computes what candle's uncached Whisper
 /// decoder computes: every position's logits on the real tiny.en model and the JFK window agree
 /// to rounding (the logits are of order 10; a wrong cache or mask moves them by whole units).
 #[test]
 fn the_cached_decoder_matches_the_reference_decoder() {
     let dir = tempfile::tempdir().expect("tmp");
-    let raw = dir.path().join("jfk.f32");
-    run(Command::new("ffmpeg")
-        .args(["-v", "error", "-i"])
-        .arg(real_media().join("jfk.wav"))
-        .args(["-f", "f32le", "-ac", "1", "-ar", "16000"])
-        .arg(&raw));
-    let pcm: Vec<f32> = std::fs::read(&raw)
-        .expect("pcm")
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let pcm = jfk_pcm(dir.path());
     let model = brainscan::speech::whisper::WhisperModel::load(&support::models().whisper)
         .expect("whisper model");
     // A timestamp, twenty text tokens (GPT-2 byte-pair ids), a timestamp.

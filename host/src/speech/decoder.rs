@@ -8,7 +8,12 @@
 //!   cached keys and values of the earlier ones;
 //! - **cross-attention keys and values computed once per window** ([`CachedDecoder::attend`]):
 //!   the encoder output is the same for every step *and* for every temperature of the fallback,
-//!   so a re-decoded window no longer projects 1500 encoder frames again.
+//!   so a re-decoded window no longer projects 1500 encoder frames again;
+//! - **passes over several candidates at once** ([`CachedDecoder::pass`] with a batch): the
+//!   temperature fallback decodes its remaining temperatures as one batch, so each step reads
+//!   the weights (the 80 MB vocabulary projection above all) once for every candidate instead
+//!   of once per candidate. Every candidate attends to the same window, and one that has
+//!   ended leaves the batch ([`Pass::retain`]).
 //!
 //! The arithmetic is the reference's (OpenAI `whisper/model.py`, scale `d_head^-0.25` on both
 //! query and key, pre-norm residual blocks, GELU MLP, logits from the tied token embedding);
@@ -70,13 +75,40 @@ pub struct Attended {
     layers: Vec<(Tensor, Tensor)>,
 }
 
-/// The self-attention cache of one decoding pass.
+/// The self-attention cache of one decoding pass over `batch` candidates.
 pub struct Pass<'a> {
     attended: &'a Attended,
-    /// Per layer: keys `(1, heads, d_head, n)` (transposed, scaled) and values
-    /// `(1, heads, n, d_head)` of the tokens fed so far.
+    /// Per layer: keys `(batch, heads, d_head, n)` (transposed, scaled) and values
+    /// `(batch, heads, n, d_head)` of the tokens fed so far.
     cache: Vec<Option<(Tensor, Tensor)>>,
     len: usize,
+    batch: usize,
+}
+
+impl Pass<'_> {
+    /// Keeps only the candidates at `rows` (indices into the current batch, in the order
+    /// given), so candidates that have ended stop costing a row at every step.
+    ///
+    /// # Errors
+    /// Tensor errors, or no row kept, or a row outside the batch.
+    pub fn retain(&mut self, rows: &[usize]) -> Result<()> {
+        if rows.is_empty() || rows.iter().any(|&r| r >= self.batch) {
+            candle_core::bail!("keep rows {rows:?} of a batch of {}", self.batch);
+        }
+        if rows.len() == self.batch && rows.iter().enumerate().all(|(i, &r)| i == r) {
+            return Ok(());
+        }
+        let ids: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+        for layer in self.cache.iter_mut().flatten() {
+            let ids = Tensor::new(ids.as_slice(), layer.0.device())?;
+            *layer = (
+                layer.0.index_select(&ids, 0)?,
+                layer.1.index_select(&ids, 0)?,
+            );
+        }
+        self.batch = rows.len();
+        Ok(())
+    }
 }
 
 impl CachedDecoder {
@@ -151,23 +183,31 @@ impl CachedDecoder {
         Ok(Attended { layers })
     }
 
-    /// A new decoding pass over an attended window.
+    /// A new decoding pass of `batch` candidates (at least one) over an attended window.
     #[must_use]
-    pub fn pass<'a>(&self, attended: &'a Attended) -> Pass<'a> {
+    pub fn pass<'a>(&self, attended: &'a Attended, batch: usize) -> Pass<'a> {
         Pass {
             attended,
             cache: vec![None; self.blocks.len()],
             len: 0,
+            batch: batch.max(1),
         }
     }
 
-    /// Feeds `tokens` after those already in `pass`; returns their final hidden states
-    /// (`(1, tokens, n_state)`, layer-normed, before the vocabulary projection).
+    /// Feeds `tokens` after those already in `pass`: the same number of new tokens for every
+    /// candidate, candidate after candidate. Returns their final hidden states
+    /// (`(batch, tokens per candidate, n_state)`, layer-normed, before the vocabulary
+    /// projection).
     ///
     /// # Errors
-    /// Tensor errors, or more tokens than the text context holds.
+    /// Tensor errors, a token count that is not a multiple of the batch, or more tokens than
+    /// the text context holds.
     pub fn feed(&self, pass: &mut Pass<'_>, tokens: &[u32]) -> Result<Tensor> {
-        let n = tokens.len();
+        let batch = pass.batch;
+        if tokens.is_empty() || !tokens.len().is_multiple_of(batch) {
+            candle_core::bail!("{} tokens for {batch} candidates", tokens.len());
+        }
+        let n = tokens.len() / batch;
         if pass.len + n > self.n_ctx {
             candle_core::bail!(
                 "{} tokens exceed the text context ({})",
@@ -176,7 +216,7 @@ impl CachedDecoder {
             );
         }
         let device = self.positional_embedding.device();
-        let ids = Tensor::new(tokens, device)?.unsqueeze(0)?;
+        let ids = Tensor::new(tokens, device)?.reshape((batch, n))?;
         let mut x = self
             .token_embedding
             .forward(&ids)?
@@ -206,10 +246,19 @@ impl CachedDecoder {
             pass.cache[i] = Some((k, v));
             x = (x + b.attn.out.forward(&attn)?)?;
 
+            // Every candidate attends to the same window: its queries are stacked along the
+            // token axis of one batch, so the window's keys and values serve all of them in
+            // one product.
             let h = b.cross_ln.forward(&x)?;
             let q = (self.heads(&b.cross.query.forward(&h)?)? * scale)?;
+            let (heads, d_head) = (q.dim(1)?, q.dim(3)?);
+            let q = q.transpose(0, 1)?.reshape((1, heads, batch * n, d_head))?;
             let (k, v) = &pass.attended.layers[i];
-            let attn = self.merge(&candle_nn::ops::softmax_last_dim(&q.matmul(k)?)?.matmul(v)?)?;
+            let attn = candle_nn::ops::softmax_last_dim(&q.matmul(k)?)?
+                .matmul(v)?
+                .reshape((heads, batch, n, d_head))?
+                .transpose(0, 1)?;
+            let attn = self.merge(&attn)?;
             x = (x + b.cross.out.forward(&attn)?)?;
 
             let h = b.mlp_ln.forward(&x)?;
@@ -219,13 +268,13 @@ impl CachedDecoder {
         self.ln.forward(&x)
     }
 
-    /// `(1, heads, n, d_head)` → `(1, n, n_state)`.
+    /// `(batch, heads, n, d_head)` → `(batch, n, n_state)`.
     fn merge(&self, x: &Tensor) -> Result<Tensor> {
         x.transpose(1, 2)?.flatten_from(2)
     }
 
-    /// Vocabulary logits of one hidden state (`hidden` is `(1, n, n_state)`; `row` picks the
-    /// position), from the tied token embedding.
+    /// Vocabulary logits of one hidden state of the first candidate (`hidden` is
+    /// `(batch, n, n_state)`; `row` picks the position), from the tied token embedding.
     ///
     /// # Errors
     /// Tensor errors.
@@ -235,6 +284,27 @@ impl CachedDecoder {
             .matmul(&self.token_embedding.embeddings().t()?)?
             .i(0)?
             .to_vec1::<f32>()
+    }
+
+    /// Vocabulary logits of every candidate's last hidden state, in one product (one read
+    /// of the vocabulary projection for the whole batch).
+    ///
+    /// # Errors
+    /// Tensor errors.
+    pub fn last_logits(&self, hidden: &Tensor) -> Result<Vec<Vec<f32>>> {
+        let n = hidden.dim(1)?;
+        let last = hidden.narrow(1, n - 1, 1)?.squeeze(1)?;
+        if last.dim(0)? == 1 {
+            return Ok(vec![self.logits(hidden, n - 1)?]);
+        }
+        // (vocab, n_state) x (n_state, batch): the embedding is the contiguous left operand,
+        // which the matrix kernel streams once for all candidates.
+        self.token_embedding
+            .embeddings()
+            .matmul(&last.t()?.contiguous()?)?
+            .t()?
+            .contiguous()?
+            .to_vec2::<f32>()
     }
 }
 

@@ -256,7 +256,7 @@ impl WhisperModel {
         let window = mel.narrow(1, 0, N_FRAMES)?.unsqueeze(0)?;
         let features = model.encoder.forward(&window, true)?;
         let attended = self.decoder.attend(&features)?;
-        let mut pass = self.decoder.pass(&attended);
+        let mut pass = self.decoder.pass(&attended, 1);
         let mut sequence = vec![self.tokens.sot];
         sequence.extend(&self.tokens.task);
         let mut worst = 0f32;
@@ -280,6 +280,49 @@ impl WhisperModel {
             }
         }
         Ok(worst)
+    }
+
+    /// The first window of `pcm` decoded at every temperature of the fallback, one candidate at
+    /// a time and then as the fallback does it (temperature 0 alone, the rest in one batch),
+    /// with the seconds each way spent on the batched temperatures. A hook for the speech
+    /// test (batching must change nothing) and the speech bench (what it saves).
+    ///
+    /// # Errors
+    /// Tensor errors.
+    #[doc(hidden)]
+    pub fn compare_fallback_batching(&self, pcm: &[f32]) -> anyhow::Result<FallbackComparison> {
+        let mut encoder = self.model.encoder.clone();
+        let (mel, _) = self.mel(pcm)?;
+        let window = mel.narrow(1, 0, N_FRAMES)?.unsqueeze(0)?;
+        let attended = self.decoder.attend(&encoder.forward(&window, true)?)?;
+        let candidates: Vec<(f64, u64)> = TEMPERATURES
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| (t, i as u64))
+            .collect();
+        let summary = |d: Decoded| (d.tokens, d.avg_logprob);
+        let greedy = self.decode(&attended, &candidates[..1])?;
+        let started = std::time::Instant::now();
+        let mut one_by_one: Vec<_> = greedy.into_iter().map(summary).collect();
+        for c in &candidates[1..] {
+            one_by_one.extend(
+                self.decode(&attended, std::slice::from_ref(c))?
+                    .into_iter()
+                    .map(summary),
+            );
+        }
+        let one_by_one_secs = started.elapsed().as_secs_f64();
+        let started = std::time::Instant::now();
+        let rest = self.decode(&attended, &candidates[1..])?;
+        let batched_secs = started.elapsed().as_secs_f64();
+        let mut batched = vec![one_by_one[0].clone()];
+        batched.extend(rest.into_iter().map(summary));
+        Ok(FallbackComparison {
+            one_by_one,
+            batched,
+            one_by_one_secs,
+            batched_secs,
+        })
     }
 
     /// Splits a window's tokens at timestamp pairs; returns the segments and how many mel
@@ -353,88 +396,118 @@ impl WhisperModel {
             .to_owned()
     }
 
+    /// The reference's temperature fallback: the first decoding, in temperature order, that is
+    /// silence or neither repetitive nor unlikely; else the last. Temperature 0 is decoded
+    /// alone (most windows stop there); when it fails, the other temperatures are decoded as
+    /// one batch and tried in order, which gives the same choice as decoding them one by one
+    /// (each keeps its own seed) at the cost of one pass instead of up to five.
     fn decode_with_fallback(&self, attended: &Attended, seed: u64) -> anyhow::Result<Decoded> {
-        let mut last = None;
-        for (i, &t) in TEMPERATURES.iter().enumerate() {
-            let d = self.decode(attended, t, seed.wrapping_add(i as u64))?;
+        let accept = |d: &Decoded| {
             let silent =
                 d.no_speech_prob > m::NO_SPEECH_THRESHOLD && d.avg_logprob < m::LOGPROB_THRESHOLD;
             let bad = compression_ratio(&self.text(&d.tokens)) > m::COMPRESSION_RATIO_THRESHOLD
                 || d.avg_logprob < m::LOGPROB_THRESHOLD;
-            if silent || !bad {
-                return Ok(d);
-            }
-            last = Some(d);
+            silent || !bad
+        };
+        let candidates: Vec<(f64, u64)> = TEMPERATURES
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| (t, seed.wrapping_add(i as u64)))
+            .collect();
+        let (first, rest) = candidates.split_first().context("no temperatures")?;
+        let greedy = self
+            .decode(attended, std::slice::from_ref(first))?
+            .pop()
+            .context("no decoding")?;
+        if accept(&greedy) || rest.is_empty() {
+            return Ok(greedy);
         }
-        last.context("no temperatures")
+        let mut fallbacks = self.decode(attended, rest)?;
+        let chosen = fallbacks
+            .iter()
+            .position(accept)
+            .unwrap_or(fallbacks.len() - 1);
+        Ok(fallbacks.swap_remove(chosen))
     }
 
-    /// One decoding pass over a window's attended encoder output: the prompt is fed once,
-    /// then one token per step against the pass's key/value cache.
-    fn decode(&self, attended: &Attended, temperature: f64, seed: u64) -> anyhow::Result<Decoded> {
+    /// One decoding pass over a window's attended encoder output for each `(temperature,
+    /// seed)` candidate, all in one batch: the prompt is fed once, then one token per step
+    /// per candidate against the pass's key/value cache. A candidate that has ended leaves
+    /// the batch.
+    fn decode(
+        &self,
+        attended: &Attended,
+        candidates: &[(f64, u64)],
+    ) -> anyhow::Result<Vec<Decoded>> {
         let tk = &self.tokens;
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        let mut tokens = vec![tk.sot];
-        tokens.extend(&tk.task);
-        let prefix = tokens.len();
-        let mut sum_logprob = 0f64;
-        let mut no_speech_prob = 0f64;
-        let mut pass = self.decoder.pass(attended);
+        let mut prompt = vec![tk.sot];
+        prompt.extend(&tk.task);
+        let prefix = prompt.len();
+        let mut rows: Vec<Candidate> = candidates
+            .iter()
+            .map(|&(temperature, seed)| Candidate {
+                temperature,
+                rng: rand::rngs::StdRng::seed_from_u64(seed),
+                tokens: prompt.clone(),
+                sum_logprob: 0.0,
+                no_speech_prob: 0.0,
+                done: false,
+            })
+            .collect();
+        let mut pass = self.decoder.pass(attended, rows.len());
         for i in 0..MAX_TOKENS {
-            let fed = if i == 0 {
-                &tokens[..]
-            } else {
-                &tokens[tokens.len() - 1..]
-            };
-            let hidden = self.decoder.feed(&mut pass, fed)?;
-            if i == 0 {
-                // The no-speech probability is read at the start-of-transcript position.
-                let first = self.decoder.logits(&hidden, 0)?;
-                let p = log_softmax(&first)[tk.no_speech as usize].exp();
-                no_speech_prob = f64::from(p);
-            }
-            let mut logits = self.decoder.logits(&hidden, fed.len() - 1)?;
-            self.apply_rules(&mut logits, &tokens[prefix..]);
-            let logprobs = log_softmax(&logits);
-            let next = if temperature <= 0.0 {
-                argmax(&logits)
-            } else {
-                let weights: Vec<f64> = logits
-                    .iter()
-                    .map(|&l| {
-                        if l.is_finite() {
-                            (f64::from(l) / temperature).exp()
-                        } else {
-                            0.0
-                        }
-                    })
-                    .collect();
-                let max = weights.iter().copied().fold(0.0, f64::max);
-                let weights: Vec<f64> = weights
-                    .iter()
-                    .map(|w| w / max.max(f64::MIN_POSITIVE))
-                    .collect();
-                rand::distr::weighted::WeightedIndex::new(&weights)
-                    .map(|d| d.sample(&mut rng) as u32)
-                    .unwrap_or_else(|_| argmax(&logits))
-            };
-            sum_logprob += f64::from(logprobs[next as usize]);
-            tokens.push(next);
-            if next == tk.eot {
+            let live: Vec<usize> = (0..rows.len()).filter(|&r| !rows[r].done).collect();
+            if live.is_empty() {
                 break;
             }
+            let fed: Vec<u32> = if i == 0 {
+                rows.iter().flat_map(|_| prompt.iter().copied()).collect()
+            } else {
+                live.iter()
+                    .map(|&r| rows[r].tokens[rows[r].tokens.len() - 1])
+                    .collect()
+            };
+            let hidden = self.decoder.feed(&mut pass, &fed)?;
+            if i == 0 {
+                // The no-speech probability is read at the start-of-transcript position (the
+                // same for every candidate: they share the prompt).
+                let first = self.decoder.logits(&hidden, 0)?;
+                let p = f64::from(log_softmax(&first)[tk.no_speech as usize].exp());
+                for r in &mut rows {
+                    r.no_speech_prob = p;
+                }
+            }
+            for (&row, mut logits) in live.iter().zip(self.decoder.last_logits(&hidden)?) {
+                let r = &mut rows[row];
+                self.apply_rules(&mut logits, &r.tokens[prefix..]);
+                let next = r.sample(&logits);
+                r.sum_logprob += f64::from(log_softmax(&logits)[next as usize]);
+                r.tokens.push(next);
+                r.done = next == tk.eot;
+            }
+            // The rows still decoding, by their place in this step's batch.
+            let kept: Vec<usize> = (0..live.len()).filter(|&b| !rows[live[b]].done).collect();
+            if kept.is_empty() {
+                break;
+            }
+            pass.retain(&kept)?;
         }
-        let generated: Vec<u32> = tokens[prefix..]
-            .iter()
-            .copied()
-            .filter(|&t| t != tk.eot)
-            .collect();
-        let n = (tokens.len() - prefix).max(1);
-        Ok(Decoded {
-            avg_logprob: sum_logprob / n as f64,
-            tokens: generated,
-            no_speech_prob,
-        })
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                let generated: Vec<u32> = r.tokens[prefix..]
+                    .iter()
+                    .copied()
+                    .filter(|&t| t != tk.eot)
+                    .collect();
+                let n = (r.tokens.len() - prefix).max(1);
+                Decoded {
+                    avg_logprob: r.sum_logprob / n as f64,
+                    tokens: generated,
+                    no_speech_prob: r.no_speech_prob,
+                }
+            })
+            .collect())
     }
 
     /// Suppression and OpenAI's timestamp rules, on the logits of the next token given the
@@ -499,6 +572,57 @@ struct Decoded {
     tokens: Vec<u32>,
     avg_logprob: f64,
     no_speech_prob: f64,
+}
+
+/// What [`WhisperModel::compare_fallback_batching`] found: each temperature's `(tokens, mean
+/// log-probability)` decoded alone and in the fallback's batch, and the seconds the
+/// temperatures after 0 took each way.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct FallbackComparison {
+    pub one_by_one: Vec<(Vec<u32>, f64)>,
+    pub batched: Vec<(Vec<u32>, f64)>,
+    pub one_by_one_secs: f64,
+    pub batched_secs: f64,
+}
+
+/// One candidate of a batched decoding pass.
+struct Candidate {
+    temperature: f64,
+    rng: rand::rngs::StdRng,
+    /// The prompt and every token sampled so far.
+    tokens: Vec<u32>,
+    sum_logprob: f64,
+    no_speech_prob: f64,
+    done: bool,
+}
+
+impl Candidate {
+    /// The next token: the most likely at temperature 0, else a draw from the tempered
+    /// distribution (suppressed tokens have weight 0).
+    fn sample(&mut self, logits: &[f32]) -> u32 {
+        if self.temperature <= 0.0 {
+            return argmax(logits);
+        }
+        let weights: Vec<f64> = logits
+            .iter()
+            .map(|&l| {
+                if l.is_finite() {
+                    (f64::from(l) / self.temperature).exp()
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let max = weights.iter().copied().fold(0.0, f64::max);
+        let weights: Vec<f64> = weights
+            .iter()
+            .map(|w| w / max.max(f64::MIN_POSITIVE))
+            .collect();
+        rand::distr::weighted::WeightedIndex::new(&weights)
+            .map(|d| d.sample(&mut self.rng) as u32)
+            .unwrap_or_else(|_| argmax(logits))
+    }
 }
 
 fn argmax(v: &[f32]) -> u32 {
