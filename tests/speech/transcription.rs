@@ -212,19 +212,23 @@ fn the_whisper_loader_rejects_a_truncated_model() {
     assert!(format!("{err:#}").contains("truncated"), "{err:#}");
 }
 
-/// The 16 kHz samples of `jfk.wav`.
-fn jfk_pcm(dir: &std::path::Path) -> Vec<f32> {
-    let raw = dir.join("jfk.f32");
+/// The 16 kHz samples of `jfk.wav`, and the real Whisper model.
+fn jfk_and_whisper() -> (Vec<f32>, brainscan::speech::whisper::WhisperModel) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let raw = dir.path().join("jfk.f32");
     run(Command::new("ffmpeg")
         .args(["-v", "error", "-i"])
         .arg(real_media().join("jfk.wav"))
         .args(["-f", "f32le", "-ac", "1", "-ar", "16000"])
         .arg(&raw));
-    std::fs::read(&raw)
+    let pcm = std::fs::read(&raw)
         .expect("pcm")
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
+        .collect();
+    let model = brainscan::speech::whisper::WhisperModel::load(&support::models().whisper)
+        .expect("whisper model");
+    (pcm, model)
 }
 
 /// The temperature fallback decodes its candidates as one batch (`speech/decoder.rs`). Each
@@ -233,10 +237,7 @@ fn jfk_pcm(dir: &std::path::Path) -> Vec<f32> {
 /// A batch row that read another row's cache, mask or queries would change the tokens.
 #[test]
 fn batched_fallback_candidates_decode_as_they_do_alone() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let pcm = jfk_pcm(dir.path());
-    let model = brainscan::speech::whisper::WhisperModel::load(&support::models().whisper)
-        .expect("whisper model");
+    let (pcm, model) = jfk_and_whisper();
     let brainscan::speech::whisper::FallbackComparison {
         one_by_one: alone,
         batched,
@@ -265,10 +266,7 @@ fn batched_fallback_candidates_decode_as_they_do_alone() {
 /// to rounding (the logits are of order 10; a wrong cache or mask moves them by whole units).
 #[test]
 fn the_cached_decoder_matches_the_reference_decoder() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let pcm = jfk_pcm(dir.path());
-    let model = brainscan::speech::whisper::WhisperModel::load(&support::models().whisper)
-        .expect("whisper model");
+    let (pcm, model) = jfk_and_whisper();
     // A timestamp, twenty text tokens (GPT-2 byte-pair ids), a timestamp.
     let tokens = [
         50364, 843, 523, 616, 5891, 3399, 11, 1265, 407, 644, 534, 1499, 460, 466, 329, 345, 11,
