@@ -13,3 +13,4 @@ mod analyze;
 mod cli;
 mod hostile;
 mod swap;
+mod upgrade;
