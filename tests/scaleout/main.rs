@@ -4,6 +4,7 @@
 mod pg;
 mod processes;
 mod queue;
+mod recall;
 mod s3;
 
 /// The e2e suite's fixtures: generated media and the loopback media server.

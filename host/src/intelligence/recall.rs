@@ -6,11 +6,16 @@
 //! similarity with every remembered vector of that model.
 //!
 //! Why an exact scan and not an approximate index: at 100 000 texts × 384 dimensions the
-//! scan is 38 M multiply-adds, a few milliseconds on one core (measured in
-//! `cargo bench -p brainscan --bench recall`), it is exact, and it needs no index to keep in
-//! step with writes. Each process keeps each organisation's vectors in one contiguous array
-//! and only reads rows newer than the last it has seen; the row count is checked on every
-//! query so rows committed out of id order (PostgreSQL sequences) trigger a full reload.
+//! scan reads 38 MB, a few milliseconds on one core (measured in
+//! `cargo bench -p brainscan --bench recall`), and it needs no index to keep in step with
+//! writes. Each process keeps each organisation's vectors in one contiguous array of bytes
+//! ([`quantised`]: a quarter of f32's memory and bandwidth) whose error bounds pick the few
+//! rows that can be in the top hits; those are rescored with their f32 vectors from the
+//! database, so the hits are exactly the f32 scan's. Only rows newer than the last seen are
+//! read; the row count is checked on every query so rows committed out of id order
+//! (PostgreSQL sequences) trigger a full reload.
+
+pub mod quantised;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +29,7 @@ use crate::embed::{self, Embedder};
 use crate::result::ScanResult;
 use crate::store::Db;
 use crate::store::recall::EmbeddedText;
+use quantised::QuantisedRows;
 
 /// At most this many hits (spec).
 pub const MAX_HITS: usize = super::MAX_RECALL;
@@ -48,6 +54,8 @@ pub enum RecallError {
 }
 
 struct Meta {
+    /// The row's id in `recall_texts`, to read its f32 vector back for rescoring.
+    id: i64,
     scan_id: String,
     kind: String,
     lens: String,
@@ -56,17 +64,17 @@ struct Meta {
     created_at: i64,
 }
 
-/// One organisation's remembered vectors, row-major, with their texts.
+/// One organisation's remembered vectors, quantised, with their texts.
 #[derive(Default)]
 struct OrgIndex {
     last_id: i64,
     meta: Vec<Meta>,
-    vectors: Vec<f32>,
+    vectors: QuantisedRows,
 }
 
 impl OrgIndex {
     fn bytes(&self) -> u64 {
-        (self.vectors.len() * 4 + self.meta.iter().map(|m| m.text.len() + 64).sum::<usize>()) as u64
+        (self.vectors.bytes() + self.meta.iter().map(|m| m.text.len() + 72).sum::<usize>()) as u64
     }
 }
 
@@ -190,7 +198,10 @@ impl Recall {
             .await;
         let mut guard = index.lock().await;
         refresh(db, org_id, &model_id, &mut guard).await?;
-        let hits = top_hits(&guard, &q);
+        let picked = guard.vectors.candidates(&q, MAX_HITS, MIN_SCORE);
+        let ids: Vec<i64> = picked.iter().map(|&r| guard.meta[r].id).collect();
+        let exact = db.recall_vectors(org_id, &ids).await?;
+        let hits = top_hits(&guard, &q, &picked, &exact);
         drop(guard);
         self.indexes.insert(key, index).await;
         Ok(hits)
@@ -215,8 +226,9 @@ async fn refresh(
                     continue;
                 }
                 index.last_id = r.id;
-                index.vectors.extend_from_slice(&r.vector);
+                index.vectors.push(&r.vector);
                 index.meta.push(Meta {
+                    id: r.id,
                     scan_id: r.scan_id,
                     kind: r.kind,
                     lens: r.lens,
@@ -241,13 +253,28 @@ async fn refresh(
 /// The exact best `k` rows of `vectors` (row-major, [`embed::DIM`] wide) by dot product with
 /// `q`, at least `min`, best first: one pass, a sorted buffer of `k`.
 pub fn exact_top(vectors: &[f32], q: &[f32], k: usize, min: f32) -> Vec<(f32, usize)> {
+    exact_top_of(vectors.chunks_exact(embed::DIM).enumerate(), q, k, min)
+}
+
+/// [`exact_top`] over `(row number, vector)` pairs in ascending row order (a tie keeps the
+/// lower row number, as the full scan does). A non-finite score is never a hit.
+pub fn exact_top_of<'a>(
+    rows: impl IntoIterator<Item = (usize, &'a [f32])>,
+    q: &[f32],
+    k: usize,
+    min: f32,
+) -> Vec<(f32, usize)> {
     let mut best: Vec<(f32, usize)> = Vec::with_capacity(k + 1);
     if q.len() != embed::DIM || k == 0 {
         return best;
     }
-    for (i, row) in vectors.chunks_exact(embed::DIM).enumerate() {
+    for (i, row) in rows {
+        if row.len() != embed::DIM {
+            continue;
+        }
         let s = embed::dot(q, row);
-        if s < min || (best.len() == k && s <= best[k - 1].0) {
+        if s.partial_cmp(&min).is_none_or(|o| o.is_lt()) || (best.len() == k && s <= best[k - 1].0)
+        {
             continue;
         }
         let at = best.partition_point(|(b, _)| *b >= s);
@@ -257,9 +284,19 @@ pub fn exact_top(vectors: &[f32], q: &[f32], k: usize, min: f32) -> Vec<(f32, us
     best
 }
 
-/// The exact top [`MAX_HITS`] by cosine similarity, above [`MIN_SCORE`].
-fn top_hits(index: &OrgIndex, q: &[f32]) -> Vec<RecallHit> {
-    exact_top(&index.vectors, q, MAX_HITS, MIN_SCORE)
+/// The exact top [`MAX_HITS`] by cosine similarity, above [`MIN_SCORE`]: the candidate rows
+/// (ascending) rescored with their f32 vectors by row id. A candidate whose row is gone (deleted
+/// since the index read it) is skipped.
+fn top_hits(
+    index: &OrgIndex,
+    q: &[f32],
+    picked: &[usize],
+    exact: &HashMap<i64, Vec<f32>>,
+) -> Vec<RecallHit> {
+    let rows = picked
+        .iter()
+        .filter_map(|&r| Some((r, exact.get(&index.meta[r].id)?.as_slice())));
+    exact_top_of(rows, q, MAX_HITS, MIN_SCORE)
         .into_iter()
         .map(|(s, i)| {
             let m = &index.meta[i];
@@ -319,9 +356,15 @@ mod tests {
     #[test]
     fn top_hits_are_exact_ordered_and_capped() {
         let mut index = OrgIndex::default();
+        let mut vectors = Vec::new();
+        let mut exact = HashMap::new();
         for i in 0..50 {
-            index.vectors.extend(unit(0.01 + i as f32 * 0.013));
+            let v = unit(0.01 + i as f32 * 0.013);
+            index.vectors.push(&v);
+            vectors.extend_from_slice(&v);
+            exact.insert(1000 + i64::from(i), v);
             index.meta.push(Meta {
+                id: 1000 + i64::from(i),
                 scan_id: format!("s{i}"),
                 kind: "moment".into(),
                 lens: "attention".into(),
@@ -331,13 +374,13 @@ mod tests {
             });
         }
         let q = unit(0.01 + 17.0 * 0.013);
-        let hits = top_hits(&index, &q);
+        let picked = index.vectors.candidates(&q, MAX_HITS, MIN_SCORE);
+        let hits = top_hits(&index, &q, &picked, &exact);
         assert_eq!(hits.len(), MAX_HITS);
         assert_eq!(hits[0].scan_id, "s17");
         assert!((hits[0].score - 1.0).abs() < 1e-3);
         // Exact: the same order as sorting every score.
-        let mut all: Vec<(f32, usize)> = index
-            .vectors
+        let mut all: Vec<(f32, usize)> = vectors
             .chunks_exact(embed::DIM)
             .enumerate()
             .map(|(i, r)| (embed::dot(&q, r), i))

@@ -96,7 +96,7 @@ pub(super) async fn remember_rollup(
 }
 
 /// `($1, $2, …), (…)` for `rows` rows of `width` binds.
-fn placeholders(rows: usize, width: usize) -> String {
+pub(super) fn placeholders(rows: usize, width: usize) -> String {
     (0..rows)
         .map(|r| {
             let cols: Vec<String> = (1..=width).map(|c| format!("${}", r * width + c)).collect();

@@ -1,6 +1,8 @@
 //! Embedded texts for semantic recall: `scan_texts` (written with a scan's result) and
 //! `recall_texts` (the organisation's memory, copied at the scan's first fetch).
 
+use std::collections::HashMap;
+
 use sqlx::{Any, Row, Transaction};
 
 use super::{Db, StoreResult};
@@ -117,6 +119,37 @@ impl Db {
                 })
             })
             .collect()
+    }
+
+    /// The f32 vectors of an organisation's rows `ids` (recall rescores its candidates with
+    /// them); ids that are not the organisation's, or no longer stored, are absent.
+    pub async fn recall_vectors(
+        &self,
+        org_id: &str,
+        ids: &[i64],
+    ) -> StoreResult<HashMap<i64, Vec<f32>>> {
+        /// Ids per statement: far under SQLite's and PostgreSQL's bound-parameter limits.
+        const PER_QUERY: usize = 500;
+        let mut out = HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(PER_QUERY) {
+            // Audited: fixed text and `$n` placeholders only (`($1), ($2), …`, then the
+            // organisation); every value is bound.
+            let sql = format!(
+                "SELECT id, vector FROM recall_texts WHERE id IN ({}) AND org_id = ${}",
+                super::memory::placeholders(chunk.len(), 1),
+                chunk.len() + 1
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            query = query.bind(org_id);
+            for r in query.fetch_all(&self.pool).await? {
+                let bytes: Vec<u8> = r.try_get("vector")?;
+                out.insert(r.try_get("id")?, vector_from(&bytes));
+            }
+        }
+        Ok(out)
     }
 
     /// How many remembered texts of `model_id` the organisation has.
