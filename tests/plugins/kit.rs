@@ -33,6 +33,17 @@ pub struct Kit {
 }
 
 pub async fn kit(config: PluginConfig) -> Kit {
+    let (db, runtime, dir) = empty_store(config).await;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let registry = Registry::open(runtime, db.clone(), clock)
+        .await
+        .expect("registry");
+    Kit { registry, db, dir }
+}
+
+/// A new SQLite database and a plugin runtime with its cache folder, in one temporary folder;
+/// no registry opened yet.
+pub async fn empty_store(config: PluginConfig) -> (Db, Arc<PluginRuntime>, TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::connect(&format!(
         "sqlite://{}?mode=rwc",
@@ -42,11 +53,7 @@ pub async fn kit(config: PluginConfig) -> Kit {
     .expect("db");
     let runtime =
         PluginRuntime::new(config, Some(dir.path().join("plugin-cache"))).expect("runtime");
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let registry = Registry::open(runtime, db.clone(), clock)
-        .await
-        .expect("registry");
-    Kit { registry, db, dir }
+    (db, runtime, dir)
 }
 
 /// The canonical synthetic clip with a transcript line at second 1.

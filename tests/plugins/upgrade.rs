@@ -7,23 +7,14 @@ use std::sync::Arc;
 
 use brainscan::clock::{Clock, SystemClock};
 use brainscan::config::PluginConfig;
-use brainscan::plugins::{PluginRuntime, Registry};
-use brainscan::store::Db;
+use brainscan::plugins::Registry;
 use brainscan::store::plugins::PluginRow;
 
-use crate::kit::wasm;
+use crate::kit::{empty_store, wasm};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_builtin_version_stored_with_other_bytes_keeps_them_and_the_service_starts() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::connect(&format!(
-        "sqlite://{}?mode=rwc",
-        dir.path().join("brainscan.db").display()
-    ))
-    .await
-    .expect("db");
-    let runtime = PluginRuntime::new(PluginConfig::defaults(), Some(dir.path().join("cache")))
-        .expect("runtime");
+    let (db, runtime, _dir) = empty_store(PluginConfig::defaults()).await;
     let builtin = runtime
         .load(&wasm("lens_standard.wasm"), "builtin")
         .expect("built-in lens plugin")
