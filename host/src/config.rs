@@ -307,6 +307,12 @@ pub struct PluginConfig {
     #[arg(long, env = "BRAINSCAN_PLUGIN_OUTPUT_MAX_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub plugin_output_max_bytes: u64,
 
+    /// Write `/tmp/perf-<pid>.map` naming every compiled plugin function, so `perf record`
+    /// and `perf report` show where a plugin's time goes by its Rust function names (build the
+    /// plugin unstripped). For profiling; leave off in production.
+    #[arg(long, env = "BRAINSCAN_PLUGIN_PERFMAP", default_value_t = false)]
+    pub plugin_perfmap: bool,
+
     /// Plugin calls that may run at once (each holds one pooled instance).
     #[arg(long, env = "BRAINSCAN_PLUGIN_CONCURRENCY", default_value_t = 16)]
     pub plugin_concurrency: u32,

@@ -315,6 +315,9 @@ impl PluginRuntime {
             .consume_fuel(true)
             .epoch_interruption(true)
             .cranelift_opt_level(wasmtime::OptLevel::Speed);
+        if config.plugin_perfmap {
+            wasm.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let mut pool = PoolingAllocationConfig::default();
         let max_memory = usize::try_from(config.plugin_memory_max_bytes)?;
         pool.total_component_instances(POOL_SLOTS)
