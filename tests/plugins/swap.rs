@@ -28,7 +28,7 @@ fn version_that_ran(r: &ScanResult) -> String {
         marked.iter().all(|m| *m == marked[0]),
         "one scan mixed two versions"
     );
-    let ran = if marked[0] { "2.2.0" } else { "2.1.0" };
+    let ran = if marked[0] { "2.2.0" } else { "2.1.1" };
     assert_eq!(
         r.provenance["plugins"][0]["version"], ran,
         "provenance must name the version whose output this is"
@@ -85,7 +85,7 @@ async fn swapping_versions_under_load_fails_nothing_and_provenance_tells_the_tru
             .rollback("lens:lens-standard")
             .await
             .expect("rollback");
-        assert_eq!(back.to.as_deref(), Some("lens-standard@2.1.0"));
+        assert_eq!(back.to.as_deref(), Some("lens-standard@2.1.1"));
         tokio::time::sleep(Duration::from_millis(8)).await;
     }
     done.store(true, Ordering::Relaxed);
@@ -96,7 +96,7 @@ async fn swapping_versions_under_load_fails_nothing_and_provenance_tells_the_tru
         }
     }
     // Both versions really ran while the swaps went on.
-    assert!(seen.get("2.1.0").copied().unwrap_or(0) > 0, "{seen:?}");
+    assert!(seen.get("2.1.1").copied().unwrap_or(0) > 0, "{seen:?}");
     assert!(seen.get("2.2.0").copied().unwrap_or(0) > 0, "{seen:?}");
     let events = k.registry.events(200).await.expect("events");
     assert!(events.iter().filter(|e| e.action == "rollback").count() >= 25);

@@ -19,6 +19,8 @@ pub struct LensDef {
     pub readout: Readout,
     /// What the lens means, for reasons.
     pub noun: &'static str,
+    /// [`LensDef::noun`] inside a sentence.
+    pub noun_lower: &'static str,
 }
 
 impl LensDef {
@@ -32,18 +34,22 @@ pub const LENSES: [LensDef; 4] = [
     LensDef {
         readout: brainscan_readouts::ATTENTION,
         noun: "Attention",
+        noun_lower: "attention",
     },
     LensDef {
         readout: brainscan_readouts::MEMORY,
         noun: "Memory encoding",
+        noun_lower: "memory encoding",
     },
     LensDef {
         readout: brainscan_readouts::PURCHASE_INTENT,
         noun: "Buying intent",
+        noun_lower: "buying intent",
     },
     LensDef {
         readout: brainscan_readouts::MANIPULATION,
         noun: "Persuasive pressure",
+        noun_lower: "persuasive pressure",
     },
 ];
 
@@ -115,6 +121,280 @@ fn driver(parts: &[f64; 7], towards_up: bool) -> (usize, bool) {
 /// Big rise, rise, big fall, fall, high, low, neutral.
 const SITUATIONS: usize = 7;
 
+/// A reason's phrasing: text and the values between it, so a reason is built by copying
+/// strings, not by `format!`, whose machinery (a dynamic writer, padding, float formatting)
+/// was most of this plugin's time in wasm. Each template's sentence is in the comment above it.
+#[derive(Clone, Copy)]
+enum Piece {
+    Text(&'static str),
+    /// The lens's noun, as a sentence starts.
+    Noun,
+    /// The noun inside a sentence.
+    Lower,
+    Score,
+    /// The change from the previous second, signed.
+    Delta,
+    /// The plain name of the network that moved the lens most.
+    Network,
+    /// "rose" or "eased".
+    Moved,
+}
+
+use Piece::{Delta, Lower, Moved, Network, Noun, Score, Text};
+
+/// Three phrasings per situation (see `reason`).
+const TEMPLATES: [[&[Piece]; 3]; SITUATIONS] = [
+    // a big rise (20 points or more)
+    [
+        // {noun} surged to {score} (+{delta}) as {network} {moved}.
+        &[
+            Noun,
+            Text(" surged to "),
+            Score,
+            Text(" (+"),
+            Delta,
+            Text(") as "),
+            Network,
+            Text(" "),
+            Moved,
+            Text("."),
+        ],
+        // A sharp rise in {lower}: +{delta} to {score}, driven by {network}.
+        &[
+            Text("A sharp rise in "),
+            Lower,
+            Text(": +"),
+            Delta,
+            Text(" to "),
+            Score,
+            Text(", driven by "),
+            Network,
+            Text("."),
+        ],
+        // {noun} jumped here ({score}, +{delta}): {network} {moved}.
+        &[
+            Noun,
+            Text(" jumped here ("),
+            Score,
+            Text(", +"),
+            Delta,
+            Text("): "),
+            Network,
+            Text(" "),
+            Moved,
+            Text("."),
+        ],
+    ],
+    // a rise (3 points or more)
+    [
+        // {noun} climbed here ({score}, +{delta}): {network} {moved}.
+        &[
+            Noun,
+            Text(" climbed here ("),
+            Score,
+            Text(", +"),
+            Delta,
+            Text("): "),
+            Network,
+            Text(" "),
+            Moved,
+            Text("."),
+        ],
+        // {noun} picked up to {score} as {network} {moved}.
+        &[
+            Noun,
+            Text(" picked up to "),
+            Score,
+            Text(" as "),
+            Network,
+            Text(" "),
+            Moved,
+            Text("."),
+        ],
+        // A lift in {lower}: {score}, driven by {network}.
+        &[
+            Text("A lift in "),
+            Lower,
+            Text(": "),
+            Score,
+            Text(", driven by "),
+            Network,
+            Text("."),
+        ],
+    ],
+    // a big fall (20 points or more)
+    [
+        // {noun} plunged to {score} ({delta}) as {network} {moved}.
+        &[
+            Noun,
+            Text(" plunged to "),
+            Score,
+            Text(" ("),
+            Delta,
+            Text(") as "),
+            Network,
+            Text(" "),
+            Moved,
+            Text("."),
+        ],
+        // A sharp drop in {lower}: {delta} to {score}, led by {network}.
+        &[
+            Text("A sharp drop in "),
+            Lower,
+            Text(": "),
+            Delta,
+            Text(" to "),
+            Score,
+            Text(", led by "),
+            Network,
+            Text("."),
+        ],
+        // {noun} fell away here ({score}, {delta}): {network} {moved}.
+        &[
+            Noun,
+            Text(" fell away here ("),
+            Score,
+            Text(", "),
+            Delta,
+            Text("): "),
+            Network,
+            Text(" "),
+            Moved,
+            Text("."),
+        ],
+    ],
+    // a fall (3 points or more)
+    [
+        // {noun} dropped to {score} ({delta}): {network} {moved}.
+        &[
+            Noun,
+            Text(" dropped to "),
+            Score,
+            Text(" ("),
+            Delta,
+            Text("): "),
+            Network,
+            Text(" "),
+            Moved,
+            Text("."),
+        ],
+        // {noun} slipped here ({score}) as {network} {moved}.
+        &[
+            Noun,
+            Text(" slipped here ("),
+            Score,
+            Text(") as "),
+            Network,
+            Text(" "),
+            Moved,
+            Text("."),
+        ],
+        // A dip in {lower}: {score}, led by {network}.
+        &[
+            Text("A dip in "),
+            Lower,
+            Text(": "),
+            Score,
+            Text(", led by "),
+            Network,
+            Text("."),
+        ],
+    ],
+    // holding high (60 or more)
+    [
+        // {noun} holds high at {score}, carried by {network}.
+        &[
+            Noun,
+            Text(" holds high at "),
+            Score,
+            Text(", carried by "),
+            Network,
+            Text("."),
+        ],
+        // Still strong ({score}): {network} keeps {lower} up.
+        &[
+            Text("Still strong ("),
+            Score,
+            Text("): "),
+            Network,
+            Text(" keeps "),
+            Lower,
+            Text(" up."),
+        ],
+        // {noun} stays above neutral ({score}); {network} leads.
+        &[
+            Noun,
+            Text(" stays above neutral ("),
+            Score,
+            Text("); "),
+            Network,
+            Text(" leads."),
+        ],
+    ],
+    // holding low (40 or less)
+    [
+        // {noun} stays low at {score}; {network} {moved}.
+        &[
+            Noun,
+            Text(" stays low at "),
+            Score,
+            Text("; "),
+            Network,
+            Text(" "),
+            Moved,
+            Text("."),
+        ],
+        // Little {lower} here ({score}): {network} {moved}.
+        &[
+            Text("Little "),
+            Lower,
+            Text(" here ("),
+            Score,
+            Text("): "),
+            Network,
+            Text(" "),
+            Moved,
+            Text("."),
+        ],
+        // {noun} remains below neutral ({score}), mostly {network}.
+        &[
+            Noun,
+            Text(" remains below neutral ("),
+            Score,
+            Text("), mostly "),
+            Network,
+            Text("."),
+        ],
+    ],
+    // near neutral
+    [
+        // {noun} near neutral ({score}); no network stands out.
+        &[
+            Noun,
+            Text(" near neutral ("),
+            Score,
+            Text("); no network stands out."),
+        ],
+        // A steady second for {lower} ({score}).
+        &[
+            Text("A steady second for "),
+            Lower,
+            Text(" ("),
+            Score,
+            Text(")."),
+        ],
+        // {noun} unchanged at {score}; {network} is the largest pull.
+        &[
+            Noun,
+            Text(" unchanged at "),
+            Score,
+            Text("; "),
+            Network,
+            Text(" is the largest pull."),
+        ],
+    ],
+];
+
 /// A reason that names the direction, the score and the network behind it. Phrasing depends
 /// on the situation (big or small rise or fall, holding high, holding low, neutral) and
 /// rotates each time the same situation comes back, so neither consecutive seconds nor a
@@ -142,7 +422,6 @@ fn reason(
     let raised = def.readout.weights[net] >= 0.0;
     // Is the driver a network that rose (above its mean) or one that fell?
     let moved = if net_up == raised { "rose" } else { "eased" };
-    let noun = def.noun;
     let big = delta.abs() >= 20.0;
     let situation = match (rising, falling) {
         (true, _) if big => 0,
@@ -155,68 +434,49 @@ fn reason(
     };
     let variant = (seen[situation] + lens_index) % 3;
     seen[situation] += 1;
-    match (rising, falling) {
-        (true, _) if big => match variant {
-            0 => format!("{noun} surged to {score:.0} (+{delta:.0}) as {network} {moved}."),
-            1 => format!(
-                "A sharp rise in {}: +{delta:.0} to {score:.0}, driven by {network}.",
-                lower(noun)
-            ),
-            _ => format!("{noun} jumped here ({score:.0}, +{delta:.0}): {network} {moved}."),
-        },
-        (true, _) => match variant {
-            0 => format!("{noun} climbed here ({score:.0}, +{delta:.0}): {network} {moved}."),
-            1 => format!("{noun} picked up to {score:.0} as {network} {moved}."),
-            _ => format!(
-                "A lift in {}: {score:.0}, driven by {network}.",
-                lower(noun)
-            ),
-        },
-        (_, true) if big => match variant {
-            0 => format!("{noun} plunged to {score:.0} ({delta:.0}) as {network} {moved}."),
-            1 => format!(
-                "A sharp drop in {}: {delta:.0} to {score:.0}, led by {network}.",
-                lower(noun)
-            ),
-            _ => format!("{noun} fell away here ({score:.0}, {delta:.0}): {network} {moved}."),
-        },
-        (_, true) => match variant {
-            0 => format!("{noun} dropped to {score:.0} ({delta:.0}): {network} {moved}."),
-            1 => format!("{noun} slipped here ({score:.0}) as {network} {moved}."),
-            _ => format!("A dip in {}: {score:.0}, led by {network}.", lower(noun)),
-        },
-        _ if score >= 60.0 => match variant {
-            0 => format!("{noun} holds high at {score:.0}, carried by {network}."),
-            1 => format!(
-                "Still strong ({score:.0}): {network} keeps {} up.",
-                lower(noun)
-            ),
-            _ => format!("{noun} stays above neutral ({score:.0}); {network} leads."),
-        },
-        _ if score <= 40.0 => match variant {
-            0 => format!("{noun} stays low at {score:.0}; {network} {moved}."),
-            1 => format!(
-                "Little {} here ({score:.0}): {network} {moved}.",
-                lower(noun)
-            ),
-            _ => format!("{noun} remains below neutral ({score:.0}), mostly {network}."),
-        },
-        _ => match variant {
-            0 => format!("{noun} near neutral ({score:.0}); no network stands out."),
-            1 => format!("A steady second for {} ({score:.0}).", lower(noun)),
-            _ => format!("{noun} unchanged at {score:.0}; {network} is the largest pull."),
-        },
+    let template = TEMPLATES[situation][variant];
+    let mut out = String::with_capacity(128);
+    for piece in template {
+        match *piece {
+            Text(text) => out.push_str(text),
+            Noun => out.push_str(def.noun),
+            Lower => out.push_str(def.noun_lower),
+            Score => push_whole(&mut out, score),
+            Delta => push_whole(&mut out, delta),
+            Network => out.push_str(network),
+            Moved => out.push_str(moved),
+        }
     }
+    out
 }
 
-fn lower(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    if let Some(c) = chars.next() {
-        out.extend(c.to_lowercase());
+/// Appends `v` as `{:.0}` writes it: rounded to the nearest whole number, halves to even, with
+/// the sign of a negative value kept (`-0`), without core's float formatting (Grisu with a
+/// big-number fallback, slow in wasm). A unit test checks it against `{:.0}` on every score
+/// and every score difference the lens can produce.
+fn push_whole(out: &mut String, v: f64) {
+    // Whole numbers this large do not occur (scores are 0-100); leave them to core.
+    if !v.is_finite() || v.abs() >= 1e15 {
+        out.push_str(&format!("{v:.0}"));
+        return;
     }
-    out.push_str(chars.as_str());
-    out
+    if v.is_sign_negative() {
+        out.push('-');
+    }
+    // `rint` rounds halves to even, as `{:.0}` does; below 1e15 the cast is exact.
+    let mut n = brainscan_sdk::libm::rint(v.abs()) as u64;
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // ASCII digits, so this cannot fail.
+    out.push_str(core::str::from_utf8(&digits[i..]).unwrap_or_default());
 }
 
 #[cfg(test)]
@@ -253,6 +513,41 @@ mod tests {
         assert!(w(0)[4] == 0.0 && w(0)[5] == 0.0 && w(0)[6] == 0.0 && w(0)[0] > 0.0);
         assert!(w(1)[4] > 0.0 && w(2)[4] > 0.0 && w(3)[4] > 0.0);
         assert!(w(3)[5] < 0.0 && w(2)[5] > 0.0);
+    }
+
+    #[test]
+    fn push_whole_writes_what_float_formatting_writes() {
+        let same = |v: f64| {
+            let mut s = String::new();
+            push_whole(&mut s, v);
+            assert_eq!(s, format!("{v:.0}"), "{v:?}");
+        };
+        // Every score the lens can produce (0.1 steps), and every difference of two of them,
+        // computed as `reason` computes it: halves (12.5) and near-halves (2.4999…) included.
+        let scores: Vec<f64> = (0..=1000)
+            .map(|k| round_score(f64::from(k) / 10.0))
+            .collect();
+        for &a in &scores {
+            same(a);
+            for &b in &scores {
+                same(a - b);
+            }
+        }
+        for v in [
+            -0.0,
+            -0.4,
+            -0.5,
+            -1.5,
+            0.5,
+            1.5,
+            2.5,
+            1e15,
+            -3e16,
+            f64::NAN,
+            f64::INFINITY,
+        ] {
+            same(v);
+        }
     }
 
     #[test]

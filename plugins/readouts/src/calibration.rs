@@ -42,32 +42,32 @@ pub fn phi(z: f64) -> f64 {
 }
 
 /// The table built from the benchmark corpus by `brainscan model corpus --calibration`
-/// (`scripts/build-qualia-prior`): `#` comment lines (provenance), then one line per readout:
-/// its name, its spread, and its `value:percentile` points, tab-separated.
+/// (`scripts/build-qualia-prior`), in the format of [`crate::table`].
 pub const EMBEDDED: &str = include_str!("../calibration.tsv");
 
+/// One compiled line: `(name, spread, points)`.
+type CompiledLine = (&'static str, f64, &'static [(f64, f64)]);
+
+/// [`EMBEDDED`] as the build script compiled it, one entry per parsed line.
+const COMPILED: &[CompiledLine] = include!(concat!(env!("OUT_DIR"), "/calibration_table.rs"));
+
 /// The calibration of readout `name` in [`EMBEDDED`], or `None` when the table has no valid
-/// line for it.
+/// line for it. The same as `parse(EMBEDDED, name)`, without parsing text at run time.
 #[must_use]
 pub fn embedded(name: &str) -> Option<Calibration> {
-    parse(EMBEDDED, name)
+    let (_, spread, knots) = COMPILED.iter().find(|(n, _, _)| *n == name)?;
+    let c = Calibration {
+        knots: knots.to_vec(),
+        spread: *spread,
+    };
+    c.is_valid().then_some(c)
 }
 
 /// The calibration of readout `name` in a table in the [`EMBEDDED`] format; `None` when the
 /// line is missing or invalid (too few or too many points, not increasing, not finite).
 #[must_use]
 pub fn parse(table: &str, name: &str) -> Option<Calibration> {
-    let line = table
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .find(|l| l.split('\t').next() == Some(name))?;
-    let mut fields = line.split('\t').skip(1);
-    let spread: f64 = fields.next()?.trim().parse().ok()?;
-    let mut knots = Vec::new();
-    for f in fields {
-        let (v, p) = f.split_once(':')?;
-        knots.push((v.trim().parse().ok()?, p.trim().parse().ok()?));
-    }
+    let (spread, knots) = crate::table::parse_line(table, name)?;
     let c = Calibration { knots, spread };
     c.is_valid().then_some(c)
 }
@@ -281,5 +281,26 @@ mod tests {
             parse("x\t0\t0:10\t1:20\t2:30\n", "x").is_none(),
             "no spread"
         );
+    }
+
+    #[test]
+    fn the_compiled_table_is_the_text_parsed() {
+        let names: Vec<&str> = crate::table::names(EMBEDDED).collect();
+        assert_eq!(names.len(), COMPILED.len(), "{names:?}");
+        assert!(names.len() >= crate::ALL.len());
+        for name in names {
+            let text = parse(EMBEDDED, name).expect(name);
+            let compiled = embedded(name).expect(name);
+            // Bit for bit, so the plugins score exactly as when they parsed the text.
+            assert_eq!(text.spread.to_bits(), compiled.spread.to_bits(), "{name}");
+            let bits = |c: &Calibration| -> Vec<(u64, u64)> {
+                c.knots
+                    .iter()
+                    .map(|(v, p)| (v.to_bits(), p.to_bits()))
+                    .collect()
+            };
+            assert_eq!(bits(&text), bits(&compiled), "{name}");
+        }
+        assert!(embedded("no-such-readout").is_none());
     }
 }

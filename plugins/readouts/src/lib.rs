@@ -11,6 +11,7 @@
 extern crate alloc;
 
 pub mod calibration;
+pub mod table;
 
 use calibration::Calibration;
 
