@@ -902,8 +902,19 @@ async fn calibrate(dir: &Path, out: &Path, model: &ModelArgs) -> anyhow::Result<
     header.push(format!("# seconds: {}", rows.len()));
     let mut text = header.join("\n");
     text.push('\n');
-    for readout in brainscan_readouts::ALL {
-        let raw: Vec<f64> = rows.iter().map(|r| readout.raw(r)).collect();
+    // A contrast reads its terms on the calibrations built here, not on the embedded (older)
+    // ones, so weighted readouts are calibrated first.
+    let mut built: Vec<(&str, Calibration)> = Vec::new();
+    let mut order = brainscan_readouts::ALL.to_vec();
+    order.sort_by_key(|r| matches!(r.form, brainscan_readouts::Form::Contrast(..)));
+    for readout in order {
+        let term = |t: &brainscan_readouts::Readout, raw: f64| -> f64 {
+            built
+                .iter()
+                .find(|(n, _)| *n == t.name)
+                .map_or(f64::NAN, |(_, c)| c.percentile(raw))
+        };
+        let raw: Vec<f64> = rows.iter().map(|r| readout.raw_with(r, &term)).collect();
         let c = Calibration::from_corpus(&raw)
             .map_err(|e| anyhow::anyhow!("readout {}: {e}", readout.name))?;
         println!(
@@ -915,6 +926,7 @@ async fn calibrate(dir: &Path, out: &Path, model: &ModelArgs) -> anyhow::Result<
         );
         text.push_str(&c.line(readout.name));
         text.push('\n');
+        built.push((readout.name, c));
     }
     std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
     println!("wrote {}", out.display());

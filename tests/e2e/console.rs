@@ -498,7 +498,7 @@ async fn the_console_drives_the_whole_service_in_a_real_browser() {
         "document.querySelectorAll('#conformance tr').length > 2",
     )
     .await;
-    let next = "[...document.querySelectorAll('#plugins tr')].find(r => r.dataset.plugin.startsWith('lens-standard@') && r.dataset.plugin !== 'lens-standard@2.1.1')";
+    let next = "[...document.querySelectorAll('#plugins tr')].find(r => r.dataset.plugin.startsWith('lens-standard@') && r.dataset.plugin !== 'lens-standard@2.2.0')";
     let activate = format!("{next}?.querySelector('button.activate')");
     until(&c, "the new lens-standard in the table", &activate).await;
     c.execute(&format!("{activate}.click()"), vec![])
@@ -515,17 +515,17 @@ async fn the_console_drives_the_whole_service_in_a_real_browser() {
         "document.querySelector('#events li[data-action=\"rollback\"]')?.textContent",
     )
     .await;
-    // Back from the new version to lens-standard@2.1.1, in the lens-standard slot.
+    // Back from the new version to lens-standard@2.2.0, in the lens-standard slot.
     let event = event.as_str().expect("text");
     assert!(
-        event.contains("rollback lens:lens-standard: lens-standard@2.2.0")
-            && event.contains("lens-standard@2.1.1 (operator)"),
+        event.contains("rollback lens:lens-standard: lens-standard@2.3.0")
+            && event.contains("lens-standard@2.2.0 (operator)"),
         "{event}"
     );
     let active = until(
         &c,
-        "2.1.1 active again",
-        "[...document.querySelectorAll('#plugins tr')].find(r => r.dataset.plugin === 'lens-standard@2.1.1')?.querySelector('.state').textContent === 'active in lens:lens-standard'",
+        "2.2.0 active again",
+        "[...document.querySelectorAll('#plugins tr')].find(r => r.dataset.plugin === 'lens-standard@2.2.0')?.querySelector('.state').textContent === 'active in lens:lens-standard'",
     )
     .await;
     assert_eq!(active, json!(true));

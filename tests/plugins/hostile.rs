@@ -74,8 +74,8 @@ async fn every_hostile_plugin_is_refused_at_upload() {
     assert_eq!(
         ids,
         [
-            "lens-standard@2.1.1",
-            "manipulation-standard@2.1.1",
+            "lens-standard@2.2.0",
+            "manipulation-standard@2.2.0",
             "moments-standard@1.0.0"
         ]
     );

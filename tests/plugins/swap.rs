@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 
 use crate::kit::{clip_saying, kit, service, wasm};
 
-const NEXT_MARK: &str = " (v2.2)";
+const NEXT_MARK: &str = " (v2.3)";
 
-/// The lens-standard version that scored `r`, read from its output (2.2.0 marks every
+/// The lens-standard version that scored `r`, read from its output (2.3.0 marks every
 /// reason), checked against the version its provenance names.
 fn version_that_ran(r: &ScanResult) -> String {
     let marked: Vec<bool> = r
@@ -28,7 +28,7 @@ fn version_that_ran(r: &ScanResult) -> String {
         marked.iter().all(|m| *m == marked[0]),
         "one scan mixed two versions"
     );
-    let ran = if marked[0] { "2.2.0" } else { "2.1.1" };
+    let ran = if marked[0] { "2.3.0" } else { "2.2.0" };
     assert_eq!(
         r.provenance["plugins"][0]["version"], ran,
         "provenance must name the version whose output this is"
@@ -43,7 +43,7 @@ async fn swapping_versions_under_load_fails_nothing_and_provenance_tells_the_tru
     k.registry
         .install(&wasm("lens_standard_next.wasm"), "upload", true)
         .await
-        .expect("install 2.2.0");
+        .expect("install 2.3.0");
     let lenses: Vec<String> = vec![
         "attention".into(),
         "memory".into(),
@@ -76,7 +76,7 @@ async fn swapping_versions_under_load_fails_nothing_and_provenance_tells_the_tru
     }
     for _ in 0..25 {
         k.registry
-            .activate("lens-standard", "2.2.0")
+            .activate("lens-standard", "2.3.0")
             .await
             .expect("activate");
         tokio::time::sleep(Duration::from_millis(8)).await;
@@ -85,7 +85,7 @@ async fn swapping_versions_under_load_fails_nothing_and_provenance_tells_the_tru
             .rollback("lens:lens-standard")
             .await
             .expect("rollback");
-        assert_eq!(back.to.as_deref(), Some("lens-standard@2.1.1"));
+        assert_eq!(back.to.as_deref(), Some("lens-standard@2.2.0"));
         tokio::time::sleep(Duration::from_millis(8)).await;
     }
     done.store(true, Ordering::Relaxed);
@@ -96,8 +96,8 @@ async fn swapping_versions_under_load_fails_nothing_and_provenance_tells_the_tru
         }
     }
     // Both versions really ran while the swaps went on.
-    assert!(seen.get("2.1.1").copied().unwrap_or(0) > 0, "{seen:?}");
     assert!(seen.get("2.2.0").copied().unwrap_or(0) > 0, "{seen:?}");
+    assert!(seen.get("2.3.0").copied().unwrap_or(0) > 0, "{seen:?}");
     let events = k.registry.events(200).await.expect("events");
     assert!(events.iter().filter(|e| e.action == "rollback").count() >= 25);
 }
@@ -127,7 +127,7 @@ async fn scans_through_the_service_finish_while_an_operator_swaps_and_rolls_back
         ids.push(r["scan_id"].as_str().expect("id").to_owned());
         if i % 2 == 0 {
             svc.registry
-                .activate("lens-standard", "2.2.0")
+                .activate("lens-standard", "2.3.0")
                 .await
                 .expect("activate");
         } else {

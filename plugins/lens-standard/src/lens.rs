@@ -92,9 +92,10 @@ pub fn score_lens(def: &LensDef, lens_index: usize, rows: &[[f32; 7]]) -> Vec<Le
     let mut seen = [0usize; SITUATIONS];
     let calibration = def.readout.calibration();
     for row in rows {
-        let parts = def.readout.parts(row);
-        let score = round_score(calibration.percentile(parts.iter().sum()));
-        let reason = reason(def, lens_index, &mut seen, score, previous, &parts);
+        let effect = def.readout.effect(row);
+        let parts: [f64; 7] = core::array::from_fn(|i| effect[i] * f64::from(row[i]));
+        let score = round_score(calibration.percentile(def.readout.raw(row)));
+        let reason = reason(def, lens_index, &mut seen, score, previous, &parts, &effect);
         previous = Some(score);
         out.push(LensSecond {
             score: score as f32,
@@ -406,6 +407,7 @@ fn reason(
     score: f64,
     previous: Option<f64>,
     parts: &[f64; 7],
+    effect: &[f64; 7],
 ) -> String {
     let delta = previous.map_or(0.0, |p| score - p);
     let rising = delta >= 3.0;
@@ -419,7 +421,7 @@ fn reason(
         },
     );
     let network = PLAIN[net];
-    let raised = def.readout.weights[net] >= 0.0;
+    let raised = effect[net] >= 0.0;
     // Is the driver a network that rose (above its mean) or one that fell?
     let moved = if net_up == raised { "rose" } else { "eased" };
     let big = delta.abs() >= 20.0;
@@ -507,12 +509,18 @@ mod tests {
 
     #[test]
     fn lenses_read_their_profile_networks() {
-        // attention reads the sensory and orienting networks only; memory, purchase intent and
-        // manipulation read Limbic; manipulation is lowered by Frontoparietal deliberation.
-        let w = |i: usize| LENSES[i].readout.weights;
+        // attention reads the sensory and orienting networks only; memory and purchase intent
+        // read Limbic; manipulation is pressure's percentile over deliberation's.
+        let w = |i: usize| LENSES[i].readout.weights().expect("a weighted lens");
         assert!(w(0)[4] == 0.0 && w(0)[5] == 0.0 && w(0)[6] == 0.0 && w(0)[0] > 0.0);
-        assert!(w(1)[4] > 0.0 && w(2)[4] > 0.0 && w(3)[4] > 0.0);
-        assert!(w(3)[5] < 0.0 && w(2)[5] > 0.0);
+        assert!(w(1)[4] > 0.0 && w(2)[4] > 0.0 && w(2)[5] > 0.0);
+        assert_eq!(
+            LENSES[3].readout.form,
+            brainscan_readouts::Form::Contrast(
+                &brainscan_readouts::PRESSURE,
+                &brainscan_readouts::DELIBERATION
+            )
+        );
     }
 
     #[test]

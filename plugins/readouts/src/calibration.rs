@@ -138,38 +138,13 @@ impl Calibration {
     }
 
     fn is_valid(&self) -> bool {
-        self.knots.len() >= 3
-            && self.knots.len() <= MAX_KNOTS
-            && self.spread.is_finite()
-            && self.spread > 0.0
-            && self
-                .knots
-                .iter()
-                .all(|(v, p)| v.is_finite() && p.is_finite() && *p > 0.0 && *p < 100.0)
-            && self
-                .knots
-                .windows(2)
-                .all(|w| w[1].0 > w[0].0 && w[1].1 > w[0].1)
+        self.spread.is_finite() && self.spread > 0.0 && valid_points(&self.knots)
     }
 
     /// The score 0-100 (unrounded) of a raw value: its corpus percentile.
     #[must_use]
     pub fn percentile(&self, raw: f64) -> f64 {
-        let k = &self.knots;
-        let (first, last) = (k[0], k[k.len() - 1]);
-        if raw <= first.0 {
-            return first.1 * 2.0 * phi((raw - first.0) / self.spread);
-        }
-        if raw >= last.0 {
-            return 100.0 - (100.0 - last.1) * 2.0 * phi(-(raw - last.0) / self.spread);
-        }
-        let i = k
-            .iter()
-            .rposition(|p| p.0 <= raw)
-            .unwrap_or(0)
-            .min(k.len() - 2);
-        let t = (raw - k[i].0) / (k[i + 1].0 - k[i].0);
-        k[i].1 + t * (k[i + 1].1 - k[i].1)
+        percentile_in(&self.knots, self.spread, raw)
     }
 
     /// The raw value at corpus percentile `p` (the inverse of [`Calibration::percentile`]
@@ -201,6 +176,46 @@ impl Calibration {
         }
         s
     }
+}
+
+/// Between 3 and [`MAX_KNOTS`] finite points, strictly increasing in value and percentile, every
+/// percentile inside (0, 100).
+fn valid_points(knots: &[(f64, f64)]) -> bool {
+    knots.len() >= 3
+        && knots.len() <= MAX_KNOTS
+        && knots
+            .iter()
+            .all(|(v, p)| v.is_finite() && p.is_finite() && *p > 0.0 && *p < 100.0)
+        && knots.windows(2).all(|w| w[1].0 > w[0].0 && w[1].1 > w[0].1)
+}
+
+/// The corpus percentile of `raw` on the scale given by `knots` and `spread` (see
+/// [`Calibration::percentile`]): linear between the stored points, normal tails beyond them.
+#[must_use]
+pub fn percentile_in(knots: &[(f64, f64)], spread: f64, raw: f64) -> f64 {
+    let k = knots;
+    let (first, last) = (k[0], k[k.len() - 1]);
+    if raw <= first.0 {
+        return first.1 * 2.0 * phi((raw - first.0) / spread);
+    }
+    if raw >= last.0 {
+        return 100.0 - (100.0 - last.1) * 2.0 * phi(-(raw - last.0) / spread);
+    }
+    let i = k
+        .iter()
+        .rposition(|p| p.0 <= raw)
+        .unwrap_or(0)
+        .min(k.len() - 2);
+    let t = (raw - k[i].0) / (k[i + 1].0 - k[i].0);
+    k[i].1 + t * (k[i + 1].1 - k[i].1)
+}
+
+/// The embedded calibration of readout `name` as borrowed constants, without copying its points
+/// (a plugin looks terms up for every second). `None` when the table has no valid line for it.
+#[must_use]
+pub fn embedded_scale(name: &str) -> Option<(&'static [(f64, f64)], f64)> {
+    let (_, spread, knots) = COMPILED.iter().find(|(n, _, _)| *n == name)?;
+    (valid_points(knots) && spread.is_finite() && *spread > 0.0).then_some((*knots, *spread))
 }
 
 /// Linear-interpolated quantile (type 7, as R and numpy default) of sorted values.

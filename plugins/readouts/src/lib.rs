@@ -15,25 +15,85 @@ pub mod table;
 
 use calibration::Calibration;
 
-/// One readout: a weight per network (order: Visual, Somatomotor, Dorsal Attention, Ventral
-/// Attention, Limbic, Frontoparietal, Default Mode).
+/// How a readout is computed from one second's networks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Form {
+    /// The weighted sum of the networks (z units), a weight per network (order: Visual,
+    /// Somatomotor, Dorsal Attention, Ventral Attention, Limbic, Frontoparietal, Default Mode).
+    Weighted([f64; 7]),
+    /// How far the first readout's corpus percentile lies above the second's, in percentile
+    /// points (−100 … 100). Each term is read on its own rarity scale, so the comparison does not
+    /// depend on how widely either term's networks vary in z units.
+    Contrast(&'static Readout, &'static Readout),
+}
+
+/// One readout of the seven networks.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Readout {
     pub name: &'static str,
-    pub weights: [f64; 7],
+    pub form: Form,
 }
 
 impl Readout {
-    /// The raw value of one second: the weighted sum of its networks (z units).
+    /// The raw value of one second: the weighted sum of its networks (z units), or for a
+    /// [`Form::Contrast`] the difference of its terms' percentiles on the embedded calibration.
+    ///
+    /// # Panics
+    /// A contrast's term has no valid line in the embedded table (a build error, caught by the
+    /// unit tests).
     #[must_use]
     pub fn raw(&self, row: &[f32; 7]) -> f64 {
-        self.parts(row).iter().sum()
+        self.raw_with(row, &|term: &Readout, raw: f64| {
+            term.embedded_percentile(raw)
+        })
     }
 
-    /// Each network's contribution to [`Readout::raw`].
+    /// [`Readout::raw`] with the terms' percentiles from `percentile` (the calibration tool
+    /// reads a contrast on the calibrations it has just built, not on the embedded ones).
+    #[must_use]
+    pub fn raw_with(&self, row: &[f32; 7], percentile: &dyn Fn(&Readout, f64) -> f64) -> f64 {
+        match self.form {
+            Form::Weighted(w) => (0..7).map(|i| w[i] * f64::from(row[i])).sum(),
+            Form::Contrast(a, b) => {
+                percentile(a, a.raw_with(row, percentile))
+                    - percentile(b, b.raw_with(row, percentile))
+            }
+        }
+    }
+
+    /// How much this readout moves per z unit of each network at this second: the weights of a
+    /// weighted readout; for a contrast, each term's weights times the local slope of its
+    /// percentile scale (percentile points per raw unit), the first term's counted up and the
+    /// second's down.
+    #[must_use]
+    pub fn effect(&self, row: &[f32; 7]) -> [f64; 7] {
+        match self.form {
+            Form::Weighted(w) => w,
+            Form::Contrast(a, b) => {
+                let (ea, eb) = (a.effect(row), b.effect(row));
+                let sa = a.embedded_slope(a.raw(row));
+                let sb = b.embedded_slope(b.raw(row));
+                core::array::from_fn(|i| ea[i] * sa - eb[i] * sb)
+            }
+        }
+    }
+
+    /// Each network's part in moving this readout at this second ([`Readout::effect`] times the
+    /// network's value), for naming what drove it. For a weighted readout the parts sum to
+    /// [`Readout::raw`].
     #[must_use]
     pub fn parts(&self, row: &[f32; 7]) -> [f64; 7] {
-        core::array::from_fn(|i| self.weights[i] * f64::from(row[i]))
+        let e = self.effect(row);
+        core::array::from_fn(|i| e[i] * f64::from(row[i]))
+    }
+
+    /// The linear weights of a [`Form::Weighted`] readout; `None` for a contrast.
+    #[must_use]
+    pub fn weights(&self) -> Option<[f64; 7]> {
+        match self.form {
+            Form::Weighted(w) => Some(w),
+            Form::Contrast(..) => None,
+        }
     }
 
     /// This readout's corpus calibration.
@@ -45,6 +105,27 @@ impl Readout {
         calibration::embedded(self.name)
             .unwrap_or_else(|| panic!("no calibration for {}", self.name))
     }
+
+    /// The percentile of `raw` on this readout's embedded calibration, without copying it.
+    fn embedded_percentile(&self, raw: f64) -> f64 {
+        let (knots, spread) = self.embedded_scale();
+        calibration::percentile_in(knots, spread, raw)
+    }
+
+    /// The slope of the embedded percentile scale at `raw` (points per raw unit): a central
+    /// difference over a ten-thousandth of the readout's corpus spread.
+    fn embedded_slope(&self, raw: f64) -> f64 {
+        let (knots, spread) = self.embedded_scale();
+        let h = spread * 1e-4;
+        (calibration::percentile_in(knots, spread, raw + h)
+            - calibration::percentile_in(knots, spread, raw - h))
+            / (2.0 * h)
+    }
+
+    fn embedded_scale(&self) -> (&'static [(f64, f64)], f64) {
+        calibration::embedded_scale(self.name)
+            .unwrap_or_else(|| panic!("no calibration for {}", self.name))
+    }
 }
 
 /// Sensory and attentional engagement: the `attention` profile (orienting: Visual, Dorsal
@@ -52,39 +133,47 @@ impl Readout {
 /// cortex is in Yeo-7 Somatomotor), each at unit length, summed and rescaled.
 pub const ATTENTION: Readout = Readout {
     name: "attention",
-    weights: [0.6643, 0.4662, 0.5842, 0.0, 0.0, 0.0, 0.0],
+    form: Form::Weighted([0.6643, 0.4662, 0.5842, 0.0, 0.0, 0.0, 0.0]),
 };
 
 /// Encoding-related engagement: the `memory` profile (Limbic, Visual, Default Mode,
 /// Frontoparietal).
 pub const MEMORY: Readout = Readout {
     name: "memory",
-    weights: [0.3244, 0.0, 0.0, 0.0, 0.8892, 0.1361, 0.2926],
+    form: Form::Weighted([0.3244, 0.0, 0.0, 0.0, 0.8892, 0.1361, 0.2926]),
 };
 
 /// Valuation and approach: the `reward` profile (Limbic, Ventral Attention, Frontoparietal).
 pub const PURCHASE_INTENT: Readout = Readout {
     name: "purchase_intent",
-    weights: [0.0, 0.0, 0.0, 0.4513, 0.8464, 0.2828, 0.0],
+    form: Form::Weighted([0.0, 0.0, 0.0, 0.4513, 0.8464, 0.2828, 0.0]),
 };
 
 /// Persuasion pressure: the `emotion` and `reward` profiles at unit length, summed and
 /// rescaled (affect and valuation pulling toward the message).
 pub const PRESSURE: Readout = Readout {
     name: "pressure",
-    weights: [0.0, 0.0, 0.0, 0.2415, 0.9247, 0.1513, 0.2526],
+    form: Form::Weighted([0.0, 0.0, 0.0, 0.2415, 0.9247, 0.1513, 0.2526]),
 };
 
 /// Deliberation: the `decision_making` profile (Frontoparietal, Default Mode).
 pub const DELIBERATION: Readout = Readout {
     name: "deliberation",
-    weights: [0.0, 0.0, 0.0, 0.0, 0.0, 0.8165, 0.5773],
+    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.0, 0.8165, 0.5773]),
 };
 
-/// Persuasion pressure relative to deliberation: [`PRESSURE`] − [`DELIBERATION`], rescaled.
+/// Persuasion pressure relative to deliberation: how far [`PRESSURE`]'s corpus percentile lies
+/// above [`DELIBERATION`]'s at the same second (percentile points), itself scored on the corpus.
+///
+/// Up to version 2.1 this was the weighted difference of the two profiles' network weights. A
+/// difference in z units lets whichever term's networks vary more in the corpus set the
+/// comparison, and the larger term was pressure's Limbic, which purchase intent reads too:
+/// the two lenses then moved together (pooled r 0.86 within clip). Comparing the two terms'
+/// rarities reads "relative to" on one scale for both, and is the pair the manipulation block's
+/// quadrant already uses (`wins_over`, `lowers_guard`).
 pub const MANIPULATION: Readout = Readout {
     name: "manipulation",
-    weights: [0.0, 0.0, 0.0, 0.1998, 0.7649, -0.5503, -0.2686],
+    form: Form::Contrast(&PRESSURE, &DELIBERATION),
 };
 
 /// The four default lenses, in the order the lens plugin reports them.
@@ -107,8 +196,10 @@ mod tests {
     #[test]
     fn weights_have_unit_length_and_every_readout_is_calibrated() {
         for r in ALL {
-            let norm: f64 = r.weights.iter().map(|w| w * w).sum::<f64>().sqrt();
-            assert!((norm - 1.0).abs() < 1e-3, "{}: |w| = {norm}", r.name);
+            if let Some(w) = r.weights() {
+                let norm: f64 = w.iter().map(|w| w * w).sum::<f64>().sqrt();
+                assert!((norm - 1.0).abs() < 1e-3, "{}: |w| = {norm}", r.name);
+            }
             let c = r.calibration();
             let (v, p) = c.knots[c.knots.len() / 2];
             assert!((c.percentile(v) - p).abs() < 1e-9, "{}", r.name);
@@ -116,12 +207,43 @@ mod tests {
     }
 
     #[test]
-    fn manipulation_is_pressure_minus_deliberation() {
-        let diff: [f64; 7] =
-            core::array::from_fn(|i| PRESSURE.weights[i] - DELIBERATION.weights[i]);
-        let norm: f64 = diff.iter().map(|w| w * w).sum::<f64>().sqrt();
-        for (i, (d, w)) in diff.iter().zip(MANIPULATION.weights).enumerate() {
-            assert!((d / norm - w).abs() < 1e-3, "network {i}");
+    fn manipulation_is_the_pressure_percentile_above_the_deliberation_percentile() {
+        let (p, d) = (PRESSURE.calibration(), DELIBERATION.calibration());
+        let mut seen_both_ways = [false; 2];
+        for i in 0..200 {
+            let x = f64::from(i) / 40.0 - 2.0;
+            let row = [
+                0.3,
+                -0.2,
+                0.1,
+                x as f32 * 0.4,
+                x as f32,
+                (1.0 - x) as f32,
+                -0.5 * x as f32,
+            ];
+            let expected = p.percentile(PRESSURE.raw(&row)) - d.percentile(DELIBERATION.raw(&row));
+            assert!((MANIPULATION.raw(&row) - expected).abs() < 1e-12, "{x}");
+            seen_both_ways[usize::from(expected > 0.0)] = true;
+            // More Limbic (pressure only) never lowers it; more Frontoparietal (deliberation
+            // only, and a small pressure weight) lowers it wherever deliberation's scale moves.
+            let mut up = row;
+            up[4] += 0.05;
+            assert!(MANIPULATION.raw(&up) >= MANIPULATION.raw(&row) - 1e-12);
         }
+        assert!(seen_both_ways[0] && seen_both_ways[1]);
+        assert!(MANIPULATION.weights().is_none());
+    }
+
+    #[test]
+    fn a_contrast_attributes_its_movement_to_the_networks_of_both_terms() {
+        // Limbic raises pressure; Frontoparietal raises deliberation more than pressure.
+        let row = [0.0, 0.0, 0.0, 0.0, 0.6, 0.5, 0.0];
+        let parts = MANIPULATION.parts(&row);
+        assert!(parts[4] > 0.0, "{parts:?}");
+        assert!(parts[5] < 0.0, "{parts:?}");
+        assert!(parts[..4].iter().all(|p| *p == 0.0), "{parts:?}");
+        // A weighted readout's parts still sum to its raw value.
+        let w = PURCHASE_INTENT.parts(&row).iter().sum::<f64>();
+        assert!((w - PURCHASE_INTENT.raw(&row)).abs() < 1e-12);
     }
 }
