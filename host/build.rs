@@ -76,4 +76,37 @@ fn main() {
         "cargo:rustc-env=BRAINSCAN_PLUGIN_WASM_DIR={}",
         wasm_dir.display()
     );
+    // The built-ins' versions, for tests and tools that name `lens-standard@x.y.z`: one place
+    // to change when a built-in gets a new version (its Cargo.toml).
+    for (krate, var) in [
+        ("lens-standard", "BRAINSCAN_LENS_STANDARD_VERSION"),
+        ("moments-standard", "BRAINSCAN_MOMENTS_STANDARD_VERSION"),
+        (
+            "manipulation-standard",
+            "BRAINSCAN_MANIPULATION_STANDARD_VERSION",
+        ),
+    ] {
+        let manifest = plugins.join(krate).join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest)
+            .unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
+        let version = package_version(&text)
+            .unwrap_or_else(|| panic!("{}: no [package] version", manifest.display()));
+        println!("cargo:rustc-env={var}={version}");
+    }
+}
+
+/// The `version = "…"` of a manifest's `[package]` table.
+fn package_version(manifest: &str) -> Option<&str> {
+    let mut in_package = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+        } else if in_package
+            && let Some(rest) = line.strip_prefix("version")
+            && let Some(value) = rest.trim_start().strip_prefix('=')
+        {
+            return Some(value.trim().trim_matches('"'));
+        }
+    }
+    None
 }

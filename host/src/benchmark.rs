@@ -342,7 +342,7 @@ mod tests {
         }
         assert!(t.seconds > 0 && !t.clips.is_empty());
         // Built with the lens plugin this binary embeds, on the model it embeds.
-        assert_eq!(t.lens_plugin, "lens-standard@2.2.0");
+        assert_eq!(t.lens_plugin, crate::plugins::defaults::LENS_STANDARD);
         assert_eq!(
             t.model,
             crate::inference::model::Model::embedded()

@@ -498,7 +498,10 @@ async fn the_console_drives_the_whole_service_in_a_real_browser() {
         "document.querySelectorAll('#conformance tr').length > 2",
     )
     .await;
-    let next = "[...document.querySelectorAll('#plugins tr')].find(r => r.dataset.plugin.startsWith('lens-standard@') && r.dataset.plugin !== 'lens-standard@2.2.0')";
+    let builtin = brainscan::plugins::defaults::LENS_STANDARD;
+    let next = format!(
+        "[...document.querySelectorAll('#plugins tr')].find(r => r.dataset.plugin.startsWith('lens-standard@') && r.dataset.plugin !== '{builtin}')"
+    );
     let activate = format!("{next}?.querySelector('button.activate')");
     until(&c, "the new lens-standard in the table", &activate).await;
     c.execute(&format!("{activate}.click()"), vec![])
@@ -515,17 +518,19 @@ async fn the_console_drives_the_whole_service_in_a_real_browser() {
         "document.querySelector('#events li[data-action=\"rollback\"]')?.textContent",
     )
     .await;
-    // Back from the new version to lens-standard@2.2.0, in the lens-standard slot.
+    // Back from the new version to the built-in, in the lens-standard slot.
     let event = event.as_str().expect("text");
     assert!(
-        event.contains("rollback lens:lens-standard: lens-standard@2.3.0")
-            && event.contains("lens-standard@2.2.0 (operator)"),
+        event.contains(&format!(
+            "rollback lens:lens-standard: lens-standard@{}",
+            crate::support::NEXT_LENS_VERSION
+        )) && event.contains(&format!("{builtin} (operator)")),
         "{event}"
     );
     let active = until(
         &c,
-        "2.2.0 active again",
-        "[...document.querySelectorAll('#plugins tr')].find(r => r.dataset.plugin === 'lens-standard@2.2.0')?.querySelector('.state').textContent === 'active in lens:lens-standard'",
+        "the built-in active again",
+        &format!("[...document.querySelectorAll('#plugins tr')].find(r => r.dataset.plugin === '{builtin}')?.querySelector('.state').textContent === 'active in lens:lens-standard'"),
     )
     .await;
     assert_eq!(active, json!(true));

@@ -259,7 +259,7 @@ fn assert_consistent(scan: &Value, lenses: &[&str]) {
     );
     assert_eq!(
         scan["provenance"]["benchmark"]["lens_plugin"],
-        "lens-standard@2.2.0"
+        brainscan::plugins::defaults::LENS_STANDARD
     );
 }
 

@@ -74,8 +74,8 @@ async fn every_hostile_plugin_is_refused_at_upload() {
     assert_eq!(
         ids,
         [
-            "lens-standard@2.2.0",
-            "manipulation-standard@2.2.0",
+            brainscan::plugins::defaults::LENS_STANDARD,
+            brainscan::plugins::defaults::MANIPULATION_STANDARD,
             "moments-standard@1.0.0"
         ]
     );

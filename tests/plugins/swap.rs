@@ -10,12 +10,15 @@ use brainscan::plugins::conformance::fixture_clip;
 use brainscan::result::ScanResult;
 use serde_json::{Value, json};
 
+use brainscan::plugins::defaults::{LENS_STANDARD, LENS_STANDARD_VERSION};
+
 use crate::kit::{clip_saying, kit, service, wasm};
+use crate::support::NEXT_LENS_VERSION;
 
 const NEXT_MARK: &str = " (v2.3)";
 
-/// The lens-standard version that scored `r`, read from its output (2.3.0 marks every
-/// reason), checked against the version its provenance names.
+/// The lens-standard version that scored `r`, read from its output (the test kit's next
+/// version marks every reason), checked against the version its provenance names.
 fn version_that_ran(r: &ScanResult) -> String {
     let marked: Vec<bool> = r
         .timeline
@@ -28,7 +31,11 @@ fn version_that_ran(r: &ScanResult) -> String {
         marked.iter().all(|m| *m == marked[0]),
         "one scan mixed two versions"
     );
-    let ran = if marked[0] { "2.3.0" } else { "2.2.0" };
+    let ran = if marked[0] {
+        NEXT_LENS_VERSION
+    } else {
+        LENS_STANDARD_VERSION
+    };
     assert_eq!(
         r.provenance["plugins"][0]["version"], ran,
         "provenance must name the version whose output this is"
@@ -43,7 +50,7 @@ async fn swapping_versions_under_load_fails_nothing_and_provenance_tells_the_tru
     k.registry
         .install(&wasm("lens_standard_next.wasm"), "upload", true)
         .await
-        .expect("install 2.3.0");
+        .expect("install the next version");
     let lenses: Vec<String> = vec![
         "attention".into(),
         "memory".into(),
@@ -76,7 +83,7 @@ async fn swapping_versions_under_load_fails_nothing_and_provenance_tells_the_tru
     }
     for _ in 0..25 {
         k.registry
-            .activate("lens-standard", "2.3.0")
+            .activate("lens-standard", NEXT_LENS_VERSION)
             .await
             .expect("activate");
         tokio::time::sleep(Duration::from_millis(8)).await;
@@ -85,7 +92,7 @@ async fn swapping_versions_under_load_fails_nothing_and_provenance_tells_the_tru
             .rollback("lens:lens-standard")
             .await
             .expect("rollback");
-        assert_eq!(back.to.as_deref(), Some("lens-standard@2.2.0"));
+        assert_eq!(back.to.as_deref(), Some(LENS_STANDARD));
         tokio::time::sleep(Duration::from_millis(8)).await;
     }
     done.store(true, Ordering::Relaxed);
@@ -96,8 +103,14 @@ async fn swapping_versions_under_load_fails_nothing_and_provenance_tells_the_tru
         }
     }
     // Both versions really ran while the swaps went on.
-    assert!(seen.get("2.2.0").copied().unwrap_or(0) > 0, "{seen:?}");
-    assert!(seen.get("2.3.0").copied().unwrap_or(0) > 0, "{seen:?}");
+    assert!(
+        seen.get(LENS_STANDARD_VERSION).copied().unwrap_or(0) > 0,
+        "{seen:?}"
+    );
+    assert!(
+        seen.get(NEXT_LENS_VERSION).copied().unwrap_or(0) > 0,
+        "{seen:?}"
+    );
     let events = k.registry.events(200).await.expect("events");
     assert!(events.iter().filter(|e| e.action == "rollback").count() >= 25);
 }
@@ -127,7 +140,7 @@ async fn scans_through_the_service_finish_while_an_operator_swaps_and_rolls_back
         ids.push(r["scan_id"].as_str().expect("id").to_owned());
         if i % 2 == 0 {
             svc.registry
-                .activate("lens-standard", "2.3.0")
+                .activate("lens-standard", NEXT_LENS_VERSION)
                 .await
                 .expect("activate");
         } else {

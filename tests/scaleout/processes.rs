@@ -497,7 +497,10 @@ async fn a_plugin_swap_through_one_process_reaches_every_worker() {
     wait_complete(&db, std::slice::from_ref(&id), Duration::from_secs(120)).await;
     let provenance = stored_provenance(&db, &id).await;
     assert_eq!(provenance["plugins"][0]["name"], "lens-standard");
-    assert_eq!(provenance["plugins"][0]["version"], "2.3.0");
+    assert_eq!(
+        provenance["plugins"][0]["version"],
+        crate::support::NEXT_LENS_VERSION
+    );
 
     // Roll back through the admin API of the API process.
     let r = http
@@ -512,7 +515,10 @@ async fn a_plugin_swap_through_one_process_reaches_every_worker() {
     let id = created["scan_id"].as_str().expect("id").to_owned();
     wait_complete(&db, std::slice::from_ref(&id), Duration::from_secs(120)).await;
     let provenance = stored_provenance(&db, &id).await;
-    assert_eq!(provenance["plugins"][0]["version"], "2.2.0");
+    assert_eq!(
+        provenance["plugins"][0]["version"],
+        brainscan::plugins::defaults::LENS_STANDARD_VERSION
+    );
 }
 
 async fn stored_provenance(db: &Db, id: &str) -> Value {

@@ -15,6 +15,20 @@ macro_rules! component {
     };
 }
 
+/// The built-in lens plugin's version, from its `Cargo.toml` (the build script reads it).
+pub const LENS_STANDARD_VERSION: &str = env!("BRAINSCAN_LENS_STANDARD_VERSION");
+/// The built-in moments plugin's version.
+pub const MOMENTS_STANDARD_VERSION: &str = env!("BRAINSCAN_MOMENTS_STANDARD_VERSION");
+/// The built-in manipulation plugin's version.
+pub const MANIPULATION_STANDARD_VERSION: &str = env!("BRAINSCAN_MANIPULATION_STANDARD_VERSION");
+/// `lens-standard@version`, as results and the registry name it.
+pub const LENS_STANDARD: &str = concat!("lens-standard@", env!("BRAINSCAN_LENS_STANDARD_VERSION"));
+/// `manipulation-standard@version`.
+pub const MANIPULATION_STANDARD: &str = concat!(
+    "manipulation-standard@",
+    env!("BRAINSCAN_MANIPULATION_STANDARD_VERSION")
+);
+
 /// `(file name, bytes)` of each default plugin: one per slot kind.
 pub const DEFAULTS: &[(&str, &[u8])] = &[
     component!("lens_standard.wasm"),
