@@ -7,6 +7,16 @@
 //! of its run). 50 is the corpus median, and the same score means the same rarity on every
 //! lens, which a fixed z → Φ(z) mapping cannot promise.
 //!
+//! One exception to mid-rank: a value shared by a run of corpus seconds that straddles the
+//! median **is** the corpus median, and scores exactly 50. Most corpus seconds have no drive
+//! on the networks purchase intent and manipulation read, so their raw values tie at rest
+//! across the middle of the corpus (purchase intent's tie runs from the 3rd to the 68th
+//! percentile). Mid-rank scored that tie 36 on purchase intent and 56 on manipulation: a
+//! music track with nothing to value scored "below typical" on one and, through the
+//! manipulation block's bands, "strong persuasive pull" on the other, its `population` said
+//! all of its seconds were above a typical second, and its `quadrant` read `coercive`. The
+//! median second of the corpus now scores the median.
+//!
 //! A table stores, per readout, up to [`MAX_KNOTS`] points (raw value, percentile) of the
 //! corpus's empirical distribution; between them the percentile is interpolated linearly.
 //! Beyond the outermost points the tails are normal, with the corpus's robust spread, so the
@@ -97,7 +107,14 @@ impl Calibration {
                 j += 1;
             }
             let count = (j - i + 1) as f64;
-            points.push((sorted[i], 100.0 * (i as f64 + 0.5 * count) / n));
+            // A tie whose run straddles the median is the median (module comment).
+            let (below, through) = (100.0 * i as f64 / n, 100.0 * (j + 1) as f64 / n);
+            let percentile = if j > i && below < 50.0 && through > 50.0 {
+                50.0
+            } else {
+                100.0 * (i as f64 + 0.5 * count) / n
+            };
+            points.push((sorted[i], percentile));
             i = j + 1;
         }
         if points.len() < 3 {
@@ -245,11 +262,31 @@ mod tests {
 
     #[test]
     fn a_value_shared_by_much_of_the_corpus_scores_the_middle_of_its_run() {
-        let mut values = vec![0.0; 60];
-        values.extend((1..=40).map(f64::from));
+        // The tie runs over the lowest 40 % of the corpus: its mid-rank, 20.
+        let mut values = vec![0.0; 40];
+        values.extend((1..=60).map(f64::from));
         let c = Calibration::from_corpus(&values).expect("calibration");
-        assert!((c.percentile(0.0) - 30.0).abs() < 1e-9);
-        assert!(c.percentile(20.0) > 70.0 && c.percentile(20.0) < 85.0);
+        assert!((c.percentile(0.0) - 20.0).abs() < 1e-9);
+        assert!(c.percentile(30.0) > 65.0 && c.percentile(30.0) < 75.0);
+    }
+
+    #[test]
+    fn a_tie_across_the_median_is_the_median() {
+        // 10 values below, 60 tied at rest (percentiles 10-70), 30 above: mid-rank would say
+        // 40, but the median second of this corpus is one of the tied ones.
+        let mut values: Vec<f64> = (1..=10).map(|i| -f64::from(i)).collect();
+        values.extend(core::iter::repeat_n(0.0, 60));
+        values.extend((1..=30).map(f64::from));
+        let c = Calibration::from_corpus(&values).expect("calibration");
+        assert!((c.percentile(0.0) - 50.0).abs() < 1e-9);
+        // Still strictly increasing through the tie, and values off it keep their ranks.
+        assert!(c.percentile(-0.5) < 50.0 && c.percentile(0.5) > 50.0);
+        assert!((c.percentile(-10.0) - 0.5).abs() < 0.5);
+        // A tie that ends exactly at the median keeps its mid-rank.
+        let mut values = vec![0.0; 50];
+        values.extend((1..=50).map(f64::from));
+        let c = Calibration::from_corpus(&values).expect("calibration");
+        assert!((c.percentile(0.0) - 25.0).abs() < 1e-9);
     }
 
     #[test]
