@@ -105,8 +105,10 @@ pub fn score_lens(def: &LensDef, lens_index: usize, rows: &[[f32; 7]]) -> Vec<Le
     out
 }
 
-/// The network that moved this lens most at this second, and whether it pushed up or down.
-fn driver(parts: &[f64; 7], towards_up: bool) -> (usize, bool) {
+/// The network that moved this lens most at this second, and whether it pushed up or down;
+/// `None` when no network pushes it that way (every part is zero or points the other way), so
+/// that a reason never names a network for a movement it did not cause.
+fn driver(parts: &[f64; 7], towards_up: bool) -> Option<(usize, bool)> {
     let mut best = 0;
     let mut best_v = f64::NEG_INFINITY;
     for (i, p) in parts.iter().enumerate() {
@@ -116,7 +118,7 @@ fn driver(parts: &[f64; 7], towards_up: bool) -> (usize, bool) {
             best = i;
         }
     }
-    (best, parts[best] >= 0.0)
+    (best_v > 0.0).then_some((best, parts[best] >= 0.0))
 }
 
 /// Big rise, rise, big fall, fall, high, low, neutral.
@@ -412,14 +414,16 @@ fn reason(
     let delta = previous.map_or(0.0, |p| score - p);
     let rising = delta >= 3.0;
     let falling = delta <= -3.0;
-    let (net, net_up) = driver(
+    let Some((net, net_up)) = driver(
         parts,
         if rising || falling {
             rising
         } else {
             score >= 50.0
         },
-    );
+    ) else {
+        return undriven(def, score, parts);
+    };
     let network = PLAIN[net];
     let raised = effect[net] >= 0.0;
     // Is the driver a network that rose (above its mean) or one that fell?
@@ -448,6 +452,22 @@ fn reason(
             Network => out.push_str(network),
             Moved => out.push_str(moved),
         }
+    }
+    out
+}
+
+/// The reason for a second no network pushes in the direction the lens went or sits: at rest
+/// (every network this lens reads is at its no-stimulus value, e.g. a music track on purchase
+/// intent) or held where it is by the scale rather than by a network.
+fn undriven(def: &LensDef, score: f64, parts: &[f64; 7]) -> String {
+    let mut out = String::with_capacity(96);
+    out.push_str(def.noun);
+    out.push_str(" at ");
+    push_whole(&mut out, score);
+    if parts.iter().all(|p| *p == 0.0) {
+        out.push_str(": the networks it reads are at rest.");
+    } else {
+        out.push_str("; no network pushes it further.");
     }
     out
 }
@@ -555,6 +575,21 @@ mod tests {
             f64::INFINITY,
         ] {
             same(v);
+        }
+    }
+
+    #[test]
+    fn a_second_at_rest_names_no_network() {
+        let rows = vec![[0.0f32; 7]; 4];
+        for (i, def) in LENSES.iter().enumerate() {
+            for s in score_lens(def, i, &rows) {
+                assert!(
+                    s.reason.ends_with(": the networks it reads are at rest."),
+                    "{}",
+                    s.reason
+                );
+                assert!(PLAIN.iter().all(|n| !s.reason.contains(n)), "{}", s.reason);
+            }
         }
     }
 
