@@ -76,7 +76,7 @@ async fn every_hostile_plugin_is_refused_at_upload() {
         [
             brainscan::plugins::defaults::LENS_STANDARD,
             brainscan::plugins::defaults::MANIPULATION_STANDARD,
-            "moments-standard@1.0.0"
+            brainscan::plugins::defaults::MOMENTS_STANDARD
         ]
     );
 }

@@ -23,6 +23,11 @@ pub const MOMENTS_STANDARD_VERSION: &str = env!("BRAINSCAN_MOMENTS_STANDARD_VERS
 pub const MANIPULATION_STANDARD_VERSION: &str = env!("BRAINSCAN_MANIPULATION_STANDARD_VERSION");
 /// `lens-standard@version`, as results and the registry name it.
 pub const LENS_STANDARD: &str = concat!("lens-standard@", env!("BRAINSCAN_LENS_STANDARD_VERSION"));
+/// `moments-standard@version`.
+pub const MOMENTS_STANDARD: &str = concat!(
+    "moments-standard@",
+    env!("BRAINSCAN_MOMENTS_STANDARD_VERSION")
+);
 /// `manipulation-standard@version`.
 pub const MANIPULATION_STANDARD: &str = concat!(
     "manipulation-standard@",

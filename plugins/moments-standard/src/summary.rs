@@ -148,9 +148,17 @@ pub fn write(
 
     if let Some(m) = all.iter().find(|s| s.lens == "manipulation") {
         let risk = crate::moments::round_to(m.mean, 1);
+        // The lens is a corpus percentile, so the band says where the clip sits among the
+        // benchmark corpus's seconds, not an absolute amount of "guard-down exposure": a clip
+        // at rest (nothing to value, nothing to weigh) sits at the corpus median.
+        let relative = match risk_band(risk) {
+            "low" => "less than a typical second of the benchmark corpus",
+            "moderate" => "about what a typical second of the benchmark corpus carries",
+            "elevated" => "more than most seconds of the benchmark corpus",
+            _ => "among the highest of the benchmark corpus",
+        };
         parts.push(format!(
-            "Persuasive pressure averages {risk:.0}, a {} level of guard-down exposure.",
-            risk_band(risk)
+            "Persuasive pressure averages {risk:.0}: {relative}."
         ));
     }
 
