@@ -201,8 +201,11 @@ impl BenchmarkTable {
 
     /// Percentile 0-100 (whole number) of `score` among the corpus's per-second scores of
     /// `lens`: the share of corpus seconds scoring below it, interpolated between quantiles;
-    /// a score equal to a run of tied quantiles takes the middle of the run. `None` when the
-    /// table has no such lens.
+    /// a score equal to a run of tied quantiles takes the middle of the run, except that a
+    /// score equal to the corpus median is the 50th percentile, as the lens scale scores a tie
+    /// across the median (`plugins/readouts`): otherwise a music track at rest, 50 on purchase
+    /// intent, was benchmarked "below average" (the middle of a run from the 3rd to the 68th
+    /// quantile). `None` when the table has no such lens.
     pub fn percentile(&self, lens: &str, score: f64) -> Option<f64> {
         let q = self.quantiles.get(lens)?;
         let below = q.iter().filter(|x| **x < score).count();
@@ -211,6 +214,9 @@ impl BenchmarkTable {
             0.0
         } else if below == QUANTILES {
             100.0
+        } else if at_or_below > below && below <= QUANTILES / 2 && QUANTILES / 2 < at_or_below {
+            // The run of ties holds the median quantile: the score is the corpus median.
+            50.0
         } else if at_or_below > below {
             // Ties: indices below..at_or_below-1 equal the score.
             (below + at_or_below - 1) as f64 / 2.0
@@ -300,6 +306,24 @@ mod tests {
             .map(|i| match i {
                 0..=40 => 40.0 + f64::from(i) / 10.0,
                 41..=59 => 50.0,
+                _ => 60.0 + f64::from(i) / 10.0,
+            })
+            .collect();
+        assert_eq!(table(q).percentile("attention", 50.0), Some(50.0));
+        // A run off the median keeps its middle: 20..=40 all 45.
+        let q: Vec<f64> = (0..101)
+            .map(|i| match i {
+                0..=19 => f64::from(i),
+                20..=40 => 45.0,
+                _ => 50.0 + f64::from(i) / 10.0,
+            })
+            .collect();
+        assert_eq!(table(q).percentile("attention", 45.0), Some(30.0));
+        // A run from the 3rd to the 68th quantile holds the median: 50, not its middle (35.5).
+        let q: Vec<f64> = (0..101)
+            .map(|i| match i {
+                0..=2 => f64::from(i),
+                3..=68 => 50.0,
                 _ => 60.0 + f64::from(i) / 10.0,
             })
             .collect();
