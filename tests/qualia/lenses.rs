@@ -19,7 +19,7 @@ use brainscan::grounding::neurosynth::ProfileTable;
 use brainscan::grounding::pearson;
 use brainscan_readouts::{LENSES, Readout};
 
-use crate::support::{analyse, corpus_clips, ffmpeg, qualia, speech};
+use crate::support::{NARRATION, analyse, corpus_clips, encode, over_still, qualia, speech};
 
 /// Unit-length positive credible profile of a construct.
 fn profile(table: &ProfileTable, construct: &str) -> [f64; 7] {
@@ -78,36 +78,14 @@ fn lens_weights_are_the_committed_profiles() {
     );
 }
 
+/// A synthetic two-voice melody: sound with no words.
+const MELODY: &str = "aevalsrc='0.25*sin(2*PI*220*pow(2,mod(floor(t*4)*7,12)/12)*t)+0.15*sin(2*PI*110*pow(2,mod(floor(t/2)*5,12)/12)*t)':s=22050";
+
 /// Generated probes (none is a stimulus any weight or calibration was built from).
 fn probes(dir: &Path) -> Vec<PathBuf> {
-    let still = "color=c=0x404858:s=320x180:r=25";
-    let narration = speech(
-        dir,
-        "narration.wav",
-        "The old lighthouse keeper climbed the stairs every evening at dusk. He lit the lamp, wiped the salt from the glass, and watched the ships pass far out on the grey water. His daughter wrote letters from the city about her work and her friends.",
-    );
-    // 14 s of H.264 (and AAC when there is sound) from the given inputs.
-    let encode = |name: &str, inputs: &[&str]| {
-        let tail = [
-            "-t",
-            "14",
-            "-shortest",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            "-c:a",
-            "aac",
-            name,
-        ];
-        ffmpeg(dir, &[inputs, &tail[..]].concat());
-        dir.join(name)
-    };
-    let over_still = |name: &str, audio: &[&str]| {
-        encode(name, &[&["-f", "lavfi", "-i", still][..], audio].concat())
-    };
+    let narration = speech(dir, "narration.wav", NARRATION);
+    let over_still = |name: &str, audio: &[&str]| over_still(dir, name, audio);
+    let encode = |name: &str, inputs: &[&str]| encode(dir, name, inputs);
     let silent_video = |name: &str, video: &str| encode(name, &["-f", "lavfi", "-i", video]);
     let narration = narration.to_str().expect("utf8").to_owned();
     vec![
@@ -117,15 +95,7 @@ fn probes(dir: &Path) -> Vec<PathBuf> {
             "noise.mp4",
             &["-f", "lavfi", "-i", "anoisesrc=c=pink:a=0.1:r=22050"],
         ),
-        over_still(
-            "music.mp4",
-            &[
-                "-f",
-                "lavfi",
-                "-i",
-                "aevalsrc='0.25*sin(2*PI*220*pow(2,mod(floor(t*4)*7,12)/12)*t)+0.15*sin(2*PI*110*pow(2,mod(floor(t/2)*5,12)/12)*t)':s=22050",
-            ],
-        ),
+        over_still("music.mp4", &["-f", "lavfi", "-i", MELODY]),
         silent_video(
             "pan.mp4",
             "testsrc2=s=1280x180:r=25,crop=320:180:x='mod(t*120,960)':y=0",
@@ -277,33 +247,10 @@ async fn lens_independence_is_measured_and_pinned() {
 #[test]
 fn a_clip_with_nothing_to_persuade_with_reads_as_typical() {
     let dir = tempfile::tempdir().expect("tempdir");
-    ffmpeg(
-        dir.path(),
-        &[
-            "-f",
-            "lavfi",
-            "-i",
-            "color=c=0x404858:s=320x180:r=25",
-            "-f",
-            "lavfi",
-            "-i",
-            "aevalsrc='0.25*sin(2*PI*220*pow(2,mod(floor(t*4)*7,12)/12)*t)':s=22050",
-            "-t",
-            "8",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            "-c:a",
-            "aac",
-            "melody.mp4",
-        ],
-    );
+    let melody = over_still(dir.path(), "melody.mp4", &["-f", "lavfi", "-i", MELODY]);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_brainscan"))
         .args(["analyze", "--json"])
-        .arg(dir.path().join("melody.mp4"))
+        .arg(&melody)
         .env_remove("BRAINSCAN_MODEL_DIR")
         .output()
         .expect("brainscan runs");
@@ -314,7 +261,7 @@ fn a_clip_with_nothing_to_persuade_with_reads_as_typical() {
     );
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let timeline = r["timeline"].as_array().expect("timeline");
-    assert!(timeline.len() >= 7, "{}", timeline.len());
+    assert!(timeline.len() >= 13, "{}", timeline.len());
     for s in timeline {
         assert_eq!(s["scores"]["purchase_intent"], 50.0, "{s}");
         assert_eq!(s["scores"]["manipulation"], 50.0, "{s}");

@@ -185,3 +185,39 @@ pub const SOMATOMOTOR: usize = 1;
 pub const DORSAL: usize = 2;
 pub const VENTRAL: usize = 3;
 pub const DEFAULT_MODE: usize = 6;
+
+/// A narration the validity battery and the lens probes have espeak-ng read.
+pub const NARRATION: &str = "The old lighthouse keeper climbed the stairs every evening at dusk. He lit the lamp, wiped the salt from the glass, and watched the ships pass far out on the grey water. His daughter wrote letters from the city about her work and her friends.";
+
+/// A still, grey-blue frame with no face and nothing moving (ffmpeg lavfi source).
+pub const STILL: &str = "color=c=0x404858:s=320x180:r=25";
+
+/// 14 s of H.264 (and AAC when there is sound) in `dir` from the given ffmpeg inputs.
+pub fn encode(dir: &Path, name: &str, inputs: &[&str]) -> PathBuf {
+    let tail = [
+        "-t",
+        "14",
+        "-shortest",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-pix_fmt",
+        "yuv420p",
+        "-c:a",
+        "aac",
+        name,
+    ];
+    ffmpeg(dir, &[inputs, &tail[..]].concat());
+    dir.join(name)
+}
+
+/// A sound (ffmpeg inputs and filters) over [`STILL`], so the picture is the same in every
+/// clip made this way.
+pub fn over_still(dir: &Path, name: &str, audio: &[&str]) -> PathBuf {
+    encode(
+        dir,
+        name,
+        &[&["-f", "lavfi", "-i", STILL][..], audio].concat(),
+    )
+}

@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 use brainscan::grounding::neurosynth::ProfileTable;
 use brainscan::grounding::pearson;
 
-use crate::support::{analyse, ffmpeg, real_media, speech};
+use crate::support::{NARRATION, analyse, ffmpeg, over_still, real_media, speech};
 
 /// The registered floor on every contrast's r with its construct's profile.
 const FLOOR: f64 = 0.5;
@@ -49,34 +49,6 @@ const FLOOR: f64 = 0.5;
 const WORST_RANK: usize = 3;
 /// Contrasts that fail the registered floor with the shipped model, as the model card says.
 const KNOWN_FAILURES: [&str; 1] = ["speech vs music"];
-
-const NARRATION: &str = "The old lighthouse keeper climbed the stairs every evening at dusk. He lit the lamp, wiped the salt from the glass, and watched the ships pass far out on the grey water. His daughter wrote letters from the city about her work and her friends.";
-
-/// 14 s of H.264 (and AAC when there is sound) from the given ffmpeg inputs.
-fn encode(dir: &Path, name: &str, inputs: &[&str]) -> PathBuf {
-    let tail = [
-        "-t",
-        "14",
-        "-shortest",
-        "-c:v",
-        "libx264",
-        "-preset",
-        "ultrafast",
-        "-pix_fmt",
-        "yuv420p",
-        "-c:a",
-        "aac",
-        name,
-    ];
-    ffmpeg(dir, &[inputs, &tail[..]].concat());
-    dir.join(name)
-}
-
-/// A sound over a still grey-blue frame, so the picture is the same in both clips of a pair.
-fn over_still(dir: &Path, name: &str, audio: &[&str]) -> PathBuf {
-    let still = ["-f", "lavfi", "-i", "color=c=0x404858:s=320x180:r=25"];
-    encode(dir, name, &[&still[..], audio].concat())
-}
 
 /// One contrast: the clip with the construct, the matched clip without it, and the profile row.
 struct Contrast {
