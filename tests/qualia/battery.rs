@@ -10,7 +10,7 @@ use std::path::Path;
 use brainscan::inference::QualiaOutput;
 
 use crate::support::{
-    DEFAULT_MODE, DORSAL, SOMATOMOTOR, VENTRAL, VISUAL, analyse_with, cohens_d, ffmpeg, mean,
+    DEFAULT_MODE, DORSAL, H264, SOMATOMOTOR, VENTRAL, VISUAL, analyse_with, cohens_d, ffmpeg, mean,
     qualia_v1, series, speech,
 };
 
@@ -27,23 +27,9 @@ fn clip(dir: &Path, name: &str, video: &str, audio: &str) -> std::path::PathBuf 
     let args: Vec<&str> = [
         &["-f", "lavfi", "-i", video][..],
         &audio_input,
-        &[
-            "-t",
-            SECONDS,
-            "-map",
-            "0:v",
-            "-map",
-            "1:a",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            "-c:a",
-            "aac",
-            name,
-        ],
+        &["-t", SECONDS, "-map", "0:v", "-map", "1:a"],
+        &H264,
+        &["-c:a", "aac", name],
     ]
     .concat();
     ffmpeg(dir, &args);
@@ -61,8 +47,7 @@ fn alternating(
     audio: &str,
 ) -> std::path::PathBuf {
     let overlay = format!("[0][1]overlay=enable='mod(floor(t/{period}),2)'[v]");
-    ffmpeg(
-        dir,
+    let args: Vec<&str> = [
         &[
             "-f",
             "lavfi",
@@ -84,17 +69,12 @@ fn alternating(
             "2:a",
             "-t",
             SECONDS,
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            "-c:a",
-            "aac",
-            name,
-        ],
-    );
+        ][..],
+        &H264,
+        &["-c:a", "aac", name],
+    ]
+    .concat();
+    ffmpeg(dir, &args);
     dir.join(name)
 }
 

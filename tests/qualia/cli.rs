@@ -6,25 +6,7 @@ use brainscan::inference::model::FaceSampling;
 use brainscan::inference::prior::{CorpusClip, corpus_stats};
 use brainscan::inference::{Model, Presence, Qualia};
 
-use crate::support::{analyse_with, qualia, qualia_v1, real_media};
-
-fn brainscan(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_brainscan"))
-        .args(args)
-        .env_remove("BRAINSCAN_MODEL_DIR")
-        .output()
-        .expect("brainscan runs")
-}
-
-fn ok(out: &std::process::Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use crate::support::{analyse_with, brainscan, ok, qualia, qualia_v1, real_media};
 
 #[test]
 fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {

@@ -192,24 +192,48 @@ pub const NARRATION: &str = "The old lighthouse keeper climbed the stairs every 
 /// A still, grey-blue frame with no face and nothing moving (ffmpeg lavfi source).
 pub const STILL: &str = "color=c=0x404858:s=320x180:r=25";
 
+/// The video encoding of the generated clips: fast H.264 in the pixel format every decoder
+/// takes.
+pub const H264: [&str; 6] = [
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-pix_fmt",
+    "yuv420p",
+];
+
 /// 14 s of H.264 (and AAC when there is sound) in `dir` from the given ffmpeg inputs.
 pub fn encode(dir: &Path, name: &str, inputs: &[&str]) -> PathBuf {
     let tail = [
-        "-t",
-        "14",
-        "-shortest",
-        "-c:v",
-        "libx264",
-        "-preset",
-        "ultrafast",
-        "-pix_fmt",
-        "yuv420p",
-        "-c:a",
-        "aac",
-        name,
-    ];
+        &["-t", "14", "-shortest"][..],
+        &H264,
+        &["-c:a", "aac", name],
+    ]
+    .concat();
     ffmpeg(dir, &[inputs, &tail[..]].concat());
     dir.join(name)
+}
+
+/// Runs the built `brainscan` binary with `args` (the built-in model: `BRAINSCAN_MODEL_DIR`
+/// is cleared).
+pub fn brainscan(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_brainscan"))
+        .args(args)
+        .env_remove("BRAINSCAN_MODEL_DIR")
+        .output()
+        .expect("brainscan runs")
+}
+
+/// The standard output of a run that must have succeeded (its standard error otherwise).
+pub fn ok(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A sound (ffmpeg inputs and filters) over [`STILL`], so the picture is the same in every

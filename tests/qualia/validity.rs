@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 use brainscan::grounding::neurosynth::ProfileTable;
 use brainscan::grounding::pearson;
 
-use crate::support::{NARRATION, analyse, ffmpeg, over_still, real_media, speech};
+use crate::support::{H264, NARRATION, analyse, ffmpeg, over_still, real_media, speech};
 
 /// The registered floor on every contrast's r with its construct's profile.
 const FLOOR: f64 = 0.5;
@@ -65,17 +65,7 @@ fn contrasts(dir: &Path) -> Vec<Contrast> {
     let carphone = real_media().join("carphone_pristine.mp4");
     let carphone = carphone.to_str().expect("utf8").to_owned();
     let video_only = |name: &str, args: &[&str]| {
-        let tail = [
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            "-t",
-            "14",
-            name,
-        ];
+        let tail = [&H264[..], &["-t", "14", name]].concat();
         ffmpeg(dir, &[args, &tail[..]].concat());
         dir.join(name)
     };
