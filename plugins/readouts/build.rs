@@ -18,11 +18,15 @@ fn main() {
     let text = std::fs::read_to_string("calibration.tsv").expect("read calibration.tsv");
     let mut out = String::from("&[\n");
     for name in table::names(&text) {
-        // A line that does not parse is left out: `embedded` then answers `None` for it, as
-        // `parse` does for the text.
+        // A line that does not parse, or whose numbers are no valid calibration, is left out:
+        // `embedded` then answers `None` for it, as `parse` does for the text, and a lookup of
+        // a compiled line needs no check.
         let Some((spread, knots)) = table::parse_line(&text, name) else {
             continue;
         };
+        if !table::valid(spread, &knots) {
+            continue;
+        }
         write!(
             out,
             "    ({name:?}, f64::from_bits({:#x}), &[",

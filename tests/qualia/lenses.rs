@@ -5,10 +5,11 @@
 //! - Their independence, measured on the 0-100 scores of the real test clips plus generated
 //!   probes: attention must no longer mirror purchase intent and manipulation (asserted). The
 //!   issue's two requirements are asserted on the scores pooled within clip, and pinned at
-//!   their measured values so the card cannot go stale: with lens-standard 2.2.0 (manipulation
-//!   as pressure's corpus percentile over deliberation's, a tie across the median scoring 50)
-//!   the participation ratio of the four is 2.64 (≥ 2.5) and the largest pair is purchase
-//!   intent–manipulation at 0.75 (< 0.8; 0.86 with 2.1's weighted difference). Not met in single clips: a clip with one drive moves any
+//!   their measured values so the card cannot go stale: with lens-standard 2.3.0 (manipulation
+//!   as pressure's corpus percentile over deliberation's, a tie across the median scoring 50,
+//!   each side of it ranked among its own seconds) the participation ratio of the four is 2.61
+//!   (≥ 2.5) and the largest pair is purchase intent–manipulation at 0.77 (< 0.8; 0.86 with
+//!   2.1's weighted difference). Not met in single clips: a clip with one drive moves any
 //!   two readouts of it together, so memory follows purchase intent (both read mostly Limbic:
 //!   at Yeo-7 resolution the memory, reward and faces profiles point the same way) and
 //!   attention (both read Visual in picture-only clips).
@@ -19,7 +20,9 @@ use brainscan::grounding::neurosynth::ProfileTable;
 use brainscan::grounding::pearson;
 use brainscan_readouts::{LENSES, Readout};
 
-use crate::support::{NARRATION, analyse, corpus_clips, encode, over_still, qualia, speech};
+use crate::support::{
+    NARRATION, analyse, brainscan, corpus_clips, encode, ok, over_still, qualia, speech,
+};
 
 /// Unit-length positive credible profile of a construct.
 fn profile(table: &ProfileTable, construct: &str) -> [f64; 7] {
@@ -193,8 +196,9 @@ async fn lens_independence_is_measured_and_pinned() {
     // The participation-ratio requirement (four lenses carry at least 2.5 dimensions of the
     // clips' within-clip variation; v1 carried 1.3-1.6). History: 2.1.0 2.65, 2.2.0 2.18,
     // 2.3.0 2.38, 2.4.0 and 2.5.0 2.31, 2.6.0 1.95 (five corpus clips), 2.7.0 2.51 (nine);
-    // lens-standard 2.2.0 on qualia 2.7.0: 2.64 (2.71 with mid-rank ties at rest). The raw
-    // readouts (weighted sums; for manipulation the percentile contrast) carry 1.95: most corpus seconds (all music and
+    // lens-standard 2.2.0 on qualia 2.7.0: 2.64 (2.71 with mid-rank ties at rest); 2.3.0 (each
+    // side of a median tie ranked among its own seconds): 2.61. The raw readouts (weighted
+    // sums; for manipulation the percentile contrast) carry 1.93: most corpus seconds (all music and
     // silent-video seconds) have no Limbic, Ventral Attention or Frontoparietal drive, so those
     // readouts tie at 0, and the percentile scale spreads the values around that tie
     // differently for each lens. Pinned as the card states it.
@@ -203,15 +207,16 @@ async fn lens_independence_is_measured_and_pinned() {
         "participation ratio {pr:.2}: the requirement is 2.5"
     );
     assert!(
-        (pr - 2.64).abs() < 0.05,
-        "participation ratio {pr:.2}: the card says 2.64; update it"
+        (pr - 2.61).abs() < 0.05,
+        "participation ratio {pr:.2}: the card says 2.61; update it"
     );
     assert!(
-        (pr_raw - 1.95).abs() < 0.1,
-        "raw-readout participation ratio {pr_raw:.2}: the card says 1.95; update it"
+        (pr_raw - 1.93).abs() < 0.1,
+        "raw-readout participation ratio {pr_raw:.2}: the card says 1.93; update it"
     );
     // The pairwise requirement: no two lenses above |r| = 0.8, pooled within clip. The closest
-    // pair is purchase intent and manipulation (both read Limbic through valuation), 0.75.
+    // pair is purchase intent and manipulation (both read Limbic through valuation), 0.77
+    // (0.75 with 2.2.0, whose steps at rest spread the two lenses differently).
     for (a, row) in corr.iter().enumerate() {
         for (b, r) in row.iter().enumerate().skip(a + 1) {
             assert!(
@@ -221,16 +226,16 @@ async fn lens_independence_is_measured_and_pinned() {
         }
     }
     assert!(
-        (corr[2][3] - 0.75).abs() < 0.03,
-        "purchase intent vs manipulation pooled {:.2}: the card says 0.75; update it",
+        (corr[2][3] - 0.77).abs() < 0.03,
+        "purchase intent vs manipulation pooled {:.2}: the card says 0.77; update it",
         corr[2][3]
     );
     // What it did not fix, pinned as the model card states it (README "Lens independence"):
     // in clips with only pictures, memory follows attention (both read Visual), and in speech
     // clips memory and purchase intent move together (both read mostly Limbic).
     assert!(
-        (worst[1][2] - 1.0).abs() < 0.03 && (worst[0][1] - 0.99).abs() < 0.03,
-        "memory vs purchase intent {:.2}, memory vs attention {:.2}: the card says 1.00 and 0.99; update it",
+        (worst[1][2] - 0.99).abs() < 0.03 && (worst[0][1] - 0.99).abs() < 0.03,
+        "memory vs purchase intent {:.2}, memory vs attention {:.2}: the card says 0.99 and 0.99; update it",
         worst[1][2],
         worst[0][1]
     );
@@ -248,18 +253,12 @@ async fn lens_independence_is_measured_and_pinned() {
 fn a_clip_with_nothing_to_persuade_with_reads_as_typical() {
     let dir = tempfile::tempdir().expect("tempdir");
     let melody = over_still(dir.path(), "melody.mp4", &["-f", "lavfi", "-i", MELODY]);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brainscan"))
-        .args(["analyze", "--json"])
-        .arg(&melody)
-        .env_remove("BRAINSCAN_MODEL_DIR")
-        .output()
-        .expect("brainscan runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let out = ok(&brainscan(&[
+        "analyze",
+        "--json",
+        melody.to_str().expect("utf8"),
+    ]));
+    let r: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     let timeline = r["timeline"].as_array().expect("timeline");
     assert!(timeline.len() >= 13, "{}", timeline.len());
     for s in timeline {

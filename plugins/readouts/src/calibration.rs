@@ -5,7 +5,8 @@
 //! data: a second's score is the percentile of its raw value among the per-second raw values
 //! of the benchmark corpus (mid-rank, so a value many corpus seconds share scores the middle
 //! of its run). 50 is the corpus median, and the same score means the same rarity on every
-//! lens, which a fixed z → Φ(z) mapping cannot promise.
+//! lens, which a fixed z → Φ(z) mapping cannot promise. A tie across the median gets the two
+//! refinements below.
 //!
 //! One exception to mid-rank: a value shared by a run of corpus seconds that straddles the
 //! median **is** the corpus median, and scores exactly 50. Most corpus seconds have no drive
@@ -17,6 +18,19 @@
 //! all of its seconds were above a typical second, and its `quadrant` read `coercive`. The
 //! median second of the corpus now scores the median.
 //!
+//! **Each side of such a tie ranks among its own seconds** (since lens-standard 2.3.0). A
+//! second above the tie scores `50 + 50 × (its rank among the corpus seconds above the tie)`,
+//! a second below it `50 × (its rank among those below)`. Plain percentiles put the first
+//! value above purchase intent's tie at 68 and manipulation's at 90: on speech, whose every
+//! second has some drive, manipulation then flipped between about 20 and 90 whenever its
+//! pressure and deliberation terms crossed, and those flips were most of a speech clip's
+//! "moments", with reasons that said the networks had barely moved. Where no tie straddles
+//! the median (attention, memory) the two rules are the same: a second at percentile `p`
+//! above the median outranks `2p − 100` % of the upper half, and `50 + (2p − 100) / 2 = p`.
+//! In words: 50 is the corpus median on every lens, and a score `50 + d` means a second
+//! outranks `2d` % of the corpus seconds above the median on that lens (`50 − d`: is outranked
+//! by `2d` % of those below), the same rarity on every lens.
+//!
 //! A table stores, per readout, up to [`MAX_KNOTS`] points (raw value, percentile) of the
 //! corpus's empirical distribution; between them the percentile is interpolated linearly.
 //! Beyond the outermost points the tails are normal, with the corpus's robust spread, so the
@@ -25,8 +39,7 @@
 
 use alloc::vec::Vec;
 
-/// Most points stored per readout.
-pub const MAX_KNOTS: usize = 41;
+pub use crate::table::MAX_KNOTS;
 
 /// Raw values closer than this are one value: the networks are `f32`, so smaller differences
 /// are rounding, and the table stores six decimals.
@@ -65,12 +78,11 @@ const COMPILED: &[CompiledLine] = include!(concat!(env!("OUT_DIR"), "/calibratio
 /// line for it. The same as `parse(EMBEDDED, name)`, without parsing text at run time.
 #[must_use]
 pub fn embedded(name: &str) -> Option<Calibration> {
-    let (_, spread, knots) = COMPILED.iter().find(|(n, _, _)| *n == name)?;
-    let c = Calibration {
+    let (knots, spread) = embedded_scale(name)?;
+    Some(Calibration {
         knots: knots.to_vec(),
-        spread: *spread,
-    };
-    c.is_valid().then_some(c)
+        spread,
+    })
 }
 
 /// The calibration of readout `name` in a table in the [`EMBEDDED`] format; `None` when the
@@ -100,6 +112,8 @@ impl Calibration {
         let n = sorted.len() as f64;
         // Distinct values with their mid-rank percentiles.
         let mut points: Vec<(f64, f64)> = Vec::new();
+        // The run of tied seconds that straddles the median, as (below, through) percentiles.
+        let mut median_tie: Option<(f64, f64)> = None;
         let mut i = 0;
         while i < sorted.len() {
             let mut j = i;
@@ -110,12 +124,24 @@ impl Calibration {
             // A tie whose run straddles the median is the median (module comment).
             let (below, through) = (100.0 * i as f64 / n, 100.0 * (j + 1) as f64 / n);
             let percentile = if j > i && below < 50.0 && through > 50.0 {
+                median_tie = Some((below, through));
                 50.0
             } else {
                 100.0 * (i as f64 + 0.5 * count) / n
             };
             points.push((sorted[i], percentile));
             i = j + 1;
+        }
+        // Each side of a median tie ranks among its own seconds (module comment), so the scale
+        // leaves 50 continuously instead of jumping over the tie's run.
+        if let Some((below, through)) = median_tie {
+            for point in &mut points {
+                if point.1 > 50.0 {
+                    point.1 = 50.0 + 50.0 * (point.1 - through) / (100.0 - through);
+                } else if point.1 < 50.0 {
+                    point.1 = 50.0 * point.1 / below;
+                }
+            }
         }
         if points.len() < 3 {
             return Err("the readout takes fewer than 3 distinct values over the corpus");
@@ -138,6 +164,24 @@ impl Calibration {
                     out.push(nearest);
                 }
             }
+            // A median tie stays a knot, so it scores exactly 50 after thinning too; when the
+            // table is full it replaces the knot nearest to it (never an end).
+            if let Some(tie) = median_tie.and_then(|_| points.iter().find(|p| p.1 == 50.0))
+                && !out.contains(tie)
+            {
+                if out.len() >= MAX_KNOTS {
+                    let last = out.len() - 1;
+                    if let Some(i) = (1..last).min_by(|a, b| {
+                        (out[*a].1 - 50.0)
+                            .abs()
+                            .total_cmp(&(out[*b].1 - 50.0).abs())
+                    }) {
+                        out.remove(i);
+                    }
+                }
+                let at = out.partition_point(|k| k.0 < tie.0);
+                out.insert(at, *tie);
+            }
             out
         };
         let range = quantile(&sorted, 0.975) - quantile(&sorted, 0.025);
@@ -155,7 +199,7 @@ impl Calibration {
     }
 
     fn is_valid(&self) -> bool {
-        self.spread.is_finite() && self.spread > 0.0 && valid_points(&self.knots)
+        crate::table::valid(self.spread, &self.knots)
     }
 
     /// The score 0-100 (unrounded) of a raw value: its corpus percentile.
@@ -175,13 +219,7 @@ impl Calibration {
         if p >= k[k.len() - 1].1 {
             return k[k.len() - 1].0;
         }
-        let i = k
-            .iter()
-            .rposition(|x| x.1 <= p)
-            .unwrap_or(0)
-            .min(k.len() - 2);
-        let t = (p - k[i].1) / (k[i + 1].1 - k[i].1);
-        k[i].0 + t * (k[i + 1].0 - k[i].0)
+        interpolate(k, p, |x| (x.1, x.0))
     }
 
     /// The line this calibration takes in a table, without a newline.
@@ -193,17 +231,6 @@ impl Calibration {
         }
         s
     }
-}
-
-/// Between 3 and [`MAX_KNOTS`] finite points, strictly increasing in value and percentile, every
-/// percentile inside (0, 100).
-fn valid_points(knots: &[(f64, f64)]) -> bool {
-    knots.len() >= 3
-        && knots.len() <= MAX_KNOTS
-        && knots
-            .iter()
-            .all(|(v, p)| v.is_finite() && p.is_finite() && *p > 0.0 && *p < 100.0)
-        && knots.windows(2).all(|w| w[1].0 > w[0].0 && w[1].1 > w[0].1)
 }
 
 /// The corpus percentile of `raw` on the scale given by `knots` and `spread` (see
@@ -218,21 +245,31 @@ pub fn percentile_in(knots: &[(f64, f64)], spread: f64, raw: f64) -> f64 {
     if raw >= last.0 {
         return 100.0 - (100.0 - last.1) * 2.0 * phi(-(raw - last.0) / spread);
     }
-    let i = k
-        .iter()
-        .rposition(|p| p.0 <= raw)
-        .unwrap_or(0)
-        .min(k.len() - 2);
-    let t = (raw - k[i].0) / (k[i + 1].0 - k[i].0);
-    k[i].1 + t * (k[i + 1].1 - k[i].1)
+    interpolate(k, raw, |x| x)
+}
+
+/// Linear interpolation through `points` (increasing in both coordinates) at `x`, read on the
+/// coordinate `axes` puts first and answered on the other; `x` lies inside the points. The
+/// segment is found by binary search: the plugins look several readouts up every second, and a
+/// table holds up to 41 points.
+fn interpolate(points: &[(f64, f64)], x: f64, axes: impl Fn((f64, f64)) -> (f64, f64)) -> f64 {
+    let i = points
+        .partition_point(|p| axes(*p).0 <= x)
+        .saturating_sub(1)
+        .min(points.len() - 2);
+    let (a, b) = (axes(points[i]), axes(points[i + 1]));
+    let t = (x - a.0) / (b.0 - a.0);
+    a.1 + t * (b.1 - a.1)
 }
 
 /// The embedded calibration of readout `name` as borrowed constants, without copying its points
 /// (a plugin looks terms up for every second). `None` when the table has no valid line for it.
+/// The build script compiles only valid lines, so nothing is checked again per lookup: with
+/// 37-41 points a line, re-validating every lookup was most of the manipulation lens's fuel.
 #[must_use]
 pub fn embedded_scale(name: &str) -> Option<(&'static [(f64, f64)], f64)> {
     let (_, spread, knots) = COMPILED.iter().find(|(n, _, _)| *n == name)?;
-    (valid_points(knots) && spread.is_finite() && *spread > 0.0).then_some((*knots, *spread))
+    Some((*knots, *spread))
 }
 
 /// Linear-interpolated quantile (type 7, as R and numpy default) of sorted values.
@@ -281,12 +318,38 @@ mod tests {
         assert!((c.percentile(0.0) - 50.0).abs() < 1e-9);
         // Still strictly increasing through the tie, and values off it keep their ranks.
         assert!(c.percentile(-0.5) < 50.0 && c.percentile(0.5) > 50.0);
-        assert!((c.percentile(-10.0) - 0.5).abs() < 0.5);
+        // Each side ranks among its own seconds: the lowest value outranks none of the 10
+        // below the tie (mid-rank 0.5 of 10: 2.5), the highest all 30 above it but half of
+        // itself (29.5 of 30: 50 + 50 × 29.5 / 30).
+        assert!((c.percentile(-10.0) - 2.5).abs() < 1e-9);
+        assert!((c.percentile(30.0) - (50.0 + 50.0 * 29.5 / 30.0)).abs() < 1e-9);
+        // The first value off the tie is next to 50, not at the tie's far end (70).
+        assert!((c.percentile(1.0) - (50.0 + 50.0 * 0.5 / 30.0)).abs() < 1e-9);
+        assert!((c.percentile(-1.0) - (50.0 - 50.0 * 0.5 / 10.0)).abs() < 1e-9);
         // A tie that ends exactly at the median keeps its mid-rank.
         let mut values = vec![0.0; 50];
         values.extend((1..=50).map(f64::from));
         let c = Calibration::from_corpus(&values).expect("calibration");
         assert!((c.percentile(0.0) - 25.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_median_tie_survives_thinning() {
+        // 300 distinct values below, 9000 tied at rest (the 1.6th to the 50.8th percentile),
+        // 9000 above: far more points than MAX_KNOTS, and the thinning target nearest 50
+        // (50.04) lies nearer to a value above the tie (50.036) than to the tie.
+        let mut values: Vec<f64> = (1..=300).map(|i| -f64::from(i) * 0.01).collect();
+        values.extend(core::iter::repeat_n(0.0, 9000));
+        values.extend((1..=9000).map(|i| f64::from(i) * 0.0013));
+        let c = Calibration::from_corpus(&values).expect("calibration");
+        assert!(c.knots.len() <= MAX_KNOTS, "{}", c.knots.len());
+        assert!(c.knots.contains(&(0.0, 50.0)), "{:?}", c.knots);
+        assert!((c.percentile(0.0) - 50.0).abs() < 1e-12);
+        assert!(
+            c.knots
+                .windows(2)
+                .all(|w| w[1].0 > w[0].0 && w[1].1 > w[0].1)
+        );
     }
 
     #[test]

@@ -6,6 +6,23 @@
 
 use alloc::vec::Vec;
 
+/// Most points stored per readout.
+pub const MAX_KNOTS: usize = 41;
+
+/// Whether a line's numbers make a calibration: a finite, positive spread and between 3 and
+/// [`MAX_KNOTS`] finite points, strictly increasing in value and percentile, every percentile
+/// inside (0, 100). The build script compiles only such lines, so a lookup need not check again.
+pub fn valid(spread: f64, knots: &[(f64, f64)]) -> bool {
+    spread.is_finite()
+        && spread > 0.0
+        && knots.len() >= 3
+        && knots.len() <= MAX_KNOTS
+        && knots
+            .iter()
+            .all(|(v, p)| v.is_finite() && p.is_finite() && *p > 0.0 && *p < 100.0)
+        && knots.windows(2).all(|w| w[1].0 > w[0].0 && w[1].1 > w[0].1)
+}
+
 /// One readout's line as written: `(spread, points)`. `None` when the line is missing or a
 /// field does not parse; whether the numbers make a valid calibration is checked by the caller.
 pub fn parse_line(table: &str, name: &str) -> Option<(f64, Vec<(f64, f64)>)> {
