@@ -170,6 +170,10 @@ pub enum ModelCommand {
         /// Subject-level targets with the same rows and columns (repeat), for the ceiling.
         #[arg(long = "subject")]
         subjects: Vec<PathBuf>,
+        /// Also score the rows that start at or after this second, e.g. the first sound plus the
+        /// response's peak, to leave out the response to a stimulus that starts after silence.
+        #[arg(long)]
+        after_second: Option<usize>,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -178,7 +182,8 @@ pub enum ModelCommand {
     },
     /// The pre-registered Alice check (models/qualia/v2/EVALUATION-PLAN.md): build the stimulus
     /// proxy from the word alignment, analyse it, and evaluate against the first half of the
-    /// group-average ROI series. Writes the proxy, features, targets and `report.json` to OUT.
+    /// group-average ROI series. Writes the proxy, features, targets, `report.json` and the design
+    /// matrix the report scored (`design.csv`) to OUT.
     Alice {
         #[arg(long, env = "BRAINSCAN_REFERENCE_DATA")]
         data: Option<PathBuf>,
@@ -670,6 +675,7 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
             features,
             targets,
             subjects,
+            after_second,
             json,
             model,
         } => {
@@ -687,7 +693,8 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
                 .iter()
                 .map(|p| crate::grounding::evaluate::read_targets(p))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let report = crate::grounding::evaluate::evaluate(&m, &raw, presence, &t, &subs)?;
+            let report =
+                crate::grounding::evaluate::evaluate(&m, &raw, presence, &t, &subs, after_second)?;
             print_report(&report, json)
         }
         ModelCommand::Alice {
@@ -726,10 +733,21 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
                 presence,
                 &group,
                 &subjects,
+                Some(alice::after_onset_second(&data)?),
             )?;
             std::fs::write(
                 out.join("report.json"),
                 serde_json::to_string_pretty(&report)?,
+            )?;
+            let design = crate::grounding::evaluate::design(
+                &q.model,
+                &analysed.features,
+                presence,
+                &group.spans,
+            )?;
+            std::fs::write(
+                out.join("design.csv"),
+                crate::grounding::evaluate::design_csv(&design, &names, &group.spans),
             )?;
             print_report(&report, json)
         }
@@ -832,6 +850,16 @@ fn print_report(r: &crate::grounding::evaluate::Report, json: bool) -> anyhow::R
     println!(
         "zero-shot: the model as shipped; fitted: ridge toward the prior, nested contiguous-block CV, held-out, within block"
     );
+    if let Some(a) = &r.after_onset {
+        print!(
+            "after the onset (rows from second {}, {} rows; secondary): zero-shot {:.3}",
+            a.from_second, a.rows, a.mean_zero_shot_r
+        );
+        for (name, v) in &a.mean_baselines {
+            print!(", {name} only {v:.3}");
+        }
+        println!();
+    }
     Ok(())
 }
 

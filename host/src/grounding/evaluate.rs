@@ -202,6 +202,36 @@ pub fn design(
     Ok(Design { x, prediction: p })
 }
 
+/// The [`Design`] as CSV, one row per target span: `second,duration`, then every feature as the
+/// model reads it (z-scored, response-convolved, BOLD time), then the seven network
+/// predictions. Written beside an evaluation so its figures can be recomputed, and other
+/// readouts tried, outside the service.
+#[must_use]
+pub fn design_csv(design: &Design, features: &[&str], spans: &[(usize, usize)]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from("second,duration");
+    for name in features {
+        let _ = write!(s, ",{name}");
+    }
+    for network in NETWORKS {
+        let _ = write!(s, ",net:{network}");
+    }
+    s.push('\n');
+    for (row, (start, duration)) in spans.iter().enumerate() {
+        let _ = write!(s, "{start},{duration}");
+        for v in design
+            .x
+            .row(row)
+            .iter()
+            .chain(design.prediction.row(row).iter())
+        {
+            let _ = write!(s, ",{v}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
 /// Ridge toward `w0` with an unpenalised intercept: minimises ‖y − b − Xw‖² + λ‖w − w0‖².
 ///
 /// # Errors
@@ -365,6 +395,31 @@ pub struct TargetReport {
     pub baselines_block: Vec<(String, f64)>,
     /// Leave-one-subject-out ISC, when subject-level targets were given.
     pub ceiling: Option<f64>,
+    /// The model and the baselines over the rows after the onset (see [`AfterOnset`]), when
+    /// asked for.
+    pub after_onset: Option<TargetAfterOnset>,
+}
+
+/// One target scored over the rows that start at or after [`AfterOnset::from_second`].
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetAfterOnset {
+    pub zero_shot_r: f64,
+    pub baselines: Vec<(String, f64)>,
+}
+
+/// The whole-series measure without the response to the stimulus's onset.
+///
+/// A stimulus that starts after silence (a story after its padding) raises every regressor that
+/// follows the sound at once, and the measured response with them; over a few minutes, those
+/// few rows can decide a whole-series r. Scoring the rows from `from_second` on (the first
+/// sound plus the response's peak) says how much of a figure is the onset. Added after the
+/// Alice first half showed it (EVALUATION-PLAN.md, deviations): a secondary measure.
+#[derive(Debug, Clone, Serialize)]
+pub struct AfterOnset {
+    pub from_second: usize,
+    pub rows: usize,
+    pub mean_zero_shot_r: f64,
+    pub mean_baselines: Vec<(String, f64)>,
 }
 
 /// The whole evaluation.
@@ -379,6 +434,14 @@ pub struct Report {
     pub mean_baselines: Vec<(String, f64)>,
     pub mean_baselines_block: Vec<(String, f64)>,
     pub mean_ceiling: Option<f64>,
+    pub after_onset: Option<AfterOnset>,
+}
+
+/// A target's after-onset scores, in a report built with them.
+fn after(r: &TargetReport) -> &TargetAfterOnset {
+    r.after_onset
+        .as_ref()
+        .expect("every target is scored after the onset")
 }
 
 /// Features the baselines are built from, when the model has them.
@@ -422,8 +485,24 @@ pub fn evaluate(
     presence: Presence,
     targets: &Targets,
     subjects: &[Targets],
+    after_second: Option<usize>,
 ) -> anyhow::Result<Report> {
     let d = design(model, raw, presence, &targets.spans)?;
+    // Rows scored "after the onset": those starting at or after `after_second`.
+    let settled: Option<Vec<usize>> = after_second.map(|from| {
+        (0..targets.spans.len())
+            .filter(|&i| targets.spans[i].0 >= from)
+            .collect()
+    });
+    if let Some(rows) = &settled {
+        ensure!(
+            rows.len() >= 20,
+            "only {} target rows start at or after second {}; at least 20 are needed",
+            rows.len(),
+            after_second.unwrap_or_default()
+        );
+    }
+    let pick = |v: &[f64], rows: &[usize]| -> Vec<f64> { rows.iter().map(|&i| v[i]).collect() };
     let f = model.features.len();
     for s in subjects {
         if s.spans != targets.spans || s.columns != targets.columns {
@@ -437,7 +516,7 @@ pub fn evaluate(
         let w0 =
             DVector::from_iterator(f, (0..f).map(|k| f64::from(model.weights[network * f + k])));
         let (pred, lambdas) = nested_fit(&d.x, &DVector::from_vec(y.clone()), &w0)?;
-        let baseline = |score: fn(&[f64], &[f64]) -> f64| -> Vec<(String, f64)> {
+        let baseline = |score: &dyn Fn(&[f64], &[f64]) -> f64| -> Vec<(String, f64)> {
             BASELINES
                 .iter()
                 .filter_map(|name| {
@@ -449,6 +528,13 @@ pub fn evaluate(
         };
         let ceiling = (!subjects.is_empty())
             .then(|| loso_isc(&subjects.iter().map(|s| s.column(c)).collect::<Vec<_>>()));
+        let after_onset = settled.as_ref().map(|rows| {
+            let r_after = |a: &[f64], b: &[f64]| pearson(&pick(a, rows), &pick(b, rows));
+            TargetAfterOnset {
+                zero_shot_r: r_after(&zero, &y),
+                baselines: baseline(&r_after),
+            }
+        });
         reports.push(TargetReport {
             target: label.clone(),
             network: NETWORKS[*network].to_owned(),
@@ -456,9 +542,10 @@ pub fn evaluate(
             zero_shot_block_r: within_block_r(&zero, &y),
             fitted_r: within_block_r(&pred, &y),
             fitted_lambdas: lambdas,
-            baselines: baseline(pearson),
-            baselines_block: baseline(within_block_r),
+            baselines: baseline(&pearson),
+            baselines_block: baseline(&within_block_r),
             ceiling,
+            after_onset,
         });
     }
     let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
@@ -477,6 +564,14 @@ pub fn evaluate(
     };
     let mean_baselines = mean_of(|r| &r.baselines);
     let mean_baselines_block = mean_of(|r| &r.baselines_block);
+    let after_onset = after_second
+        .zip(settled.as_ref())
+        .map(|(from, rows)| AfterOnset {
+            from_second: from,
+            rows: rows.len(),
+            mean_zero_shot_r: mean(reports.iter().map(|r| after(r).zero_shot_r).collect()),
+            mean_baselines: mean_of(|r| &after(r).baselines),
+        });
     Ok(Report {
         model: model.id(),
         rows: targets.values.len(),
@@ -488,6 +583,7 @@ pub fn evaluate(
         mean_baselines,
         mean_baselines_block,
         targets: reports,
+        after_onset,
     })
 }
 

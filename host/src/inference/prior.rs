@@ -619,6 +619,25 @@ pub fn grounded_weights(table: &ProfileTable) -> (Vec<f32>, Vec<WeightNote>) {
     (weights, notes)
 }
 
+/// The words every v2 result's `provenance.model.summary` carries. The figures come from the
+/// shipped evaluation, so the words a client reads and the numbers beside them cannot disagree
+/// (a test checks the committed model.json against both).
+#[must_use]
+pub fn v2_summary() -> String {
+    let e = crate::grounding::alice::SHIPPED_EVALUATION;
+    format!(
+        "Weights are a prior derived from data, not fitted: each feature's weights are the Neurosynth v7 network profile (positive log odds, 95% bootstrap interval above 0) of the construct it indexes. They are NOT fitted to fMRI. On real fMRI (Alice, first half) they predict language regions at mean r {:.2}, no better than loudness alone ({:.2}), whose lead is the response to the story's start after silence: from 6 s after the first word they score {:.3} against loudness's {:.3} (word rate alone {:.3}), and within 5 blocks of the story {:.2} against loudness's {:.2} and word rate's {:.2}: read results as directional prior-model predictions, not measurements. Drive features (how much there is to see, hear or understand) are scaled from their value with no stimulus, so 0 on a network is rest and an absent stream, silence or a uniform frame reads as no drive; the other features are centred on the reference corpus below, and every feature's spread comes from that corpus.",
+        e.zero_shot_mean_r,
+        e.loudness_only_mean_r,
+        e.zero_shot_after_onset_mean_r,
+        e.loudness_only_after_onset_mean_r,
+        e.word_rate_only_after_onset_mean_r,
+        e.zero_shot_within_block_mean_r,
+        e.loudness_only_within_block_mean_r,
+        e.word_rate_only_within_block_mean_r,
+    )
+}
+
 /// Default sampling of v2: v1's, with the causal hop grid.
 #[must_use]
 pub fn default_sampling_v2() -> Sampling {
@@ -657,17 +676,7 @@ pub fn build_v2(
 ) -> Model {
     let (weights, notes) = grounded_weights(profiles);
     let centre = v2::centres(corpus_mean);
-    // The figures come from the shipped evaluation, so the words a client reads and the
-    // numbers beside them cannot disagree.
-    let e = crate::grounding::alice::SHIPPED_EVALUATION;
-    let summary = format!(
-        "Weights are a prior derived from data, not fitted: each feature's weights are the Neurosynth v7 network profile (positive log odds, 95% bootstrap interval above 0) of the construct it indexes. They are NOT fitted to fMRI. On real fMRI (Alice, first half) they predict language regions at mean r {:.2}, no better than loudness alone ({:.2}); within 5 blocks of the story {:.2} against loudness's {:.2} and word rate's {:.2}: read results as directional prior-model predictions, not measurements. Drive features (how much there is to see, hear or understand) are scaled from their value with no stimulus, so 0 on a network is rest and an absent stream, silence or a uniform frame reads as no drive; the other features are centred on the reference corpus below, and every feature's spread comes from that corpus.",
-        e.zero_shot_mean_r,
-        e.loudness_only_mean_r,
-        e.zero_shot_within_block_mean_r,
-        e.loudness_only_within_block_mean_r,
-        e.word_rate_only_within_block_mean_r,
-    );
+    let summary = v2_summary();
     let mut provenance = prior_provenance(&summary, corpus);
     provenance.insert(
         "evaluation".to_owned(),
