@@ -101,9 +101,13 @@ pub fn lens_title(lens: &str) -> String {
     }
 }
 
-/// The one or two networks that moved most from the second before, as "salience fell and
-/// focused attention eased". Lens-agnostic on purpose: it reports what the networks did, so
-/// it stays true for custom lenses whose formulas this plugin cannot know.
+/// The one or two networks that moved most from the second before, as "salience fell away
+/// while focused attention eased". Lens-agnostic on purpose: it reports what the networks did,
+/// so it stays true for custom lenses whose formulas this plugin cannot know.
+///
+/// Two network names are never joined by a bare "and": some names hold one ("voice and
+/// movement", "memory and self-relevance"), and 1.1.0's "voice and movement and memory and
+/// self-relevance both rose" could not be parsed. The second network gets its own clause.
 fn network_story(clip: &Clip, second: u32) -> String {
     let now = clip.networks[second as usize].values();
     let before = clip.networks[second as usize - 1].values();
@@ -126,9 +130,15 @@ fn network_story(clip: &Clip, second: u32) -> String {
     if db.abs() >= 0.25 * da.abs() && db.abs() >= 0.05 {
         let vb = verb(db, db.abs() >= 1.0);
         if va == vb {
-            format!("{} and {} both {va}", PLAIN_NETWORKS[a], PLAIN_NETWORKS[b])
+            format!(
+                "{} {va}, and so did {}",
+                PLAIN_NETWORKS[a], PLAIN_NETWORKS[b]
+            )
         } else {
-            format!("{} {va} and {} {vb}", PLAIN_NETWORKS[a], PLAIN_NETWORKS[b])
+            format!(
+                "{} {va} while {} {vb}",
+                PLAIN_NETWORKS[a], PLAIN_NETWORKS[b]
+            )
         }
     } else {
         format!("{} {va}", PLAIN_NETWORKS[a])
@@ -289,6 +299,48 @@ pub(crate) mod tests {
         for w in got.windows(2) {
             assert!(w[1].second - w[0].second >= MIN_GAP_SECONDS);
         }
+    }
+
+    /// A clip whose networks step from `before` to `after` at second 1.
+    fn stepping(before: [f32; 7], after: [f32; 7]) -> Clip {
+        use brainscan_sdk::{Modalities, NetworkSecond};
+        let second = |r: [f32; 7]| NetworkSecond {
+            visual: r[0],
+            somatomotor: r[1],
+            dorsal_attention: r[2],
+            ventral_attention: r[3],
+            limbic: r[4],
+            frontoparietal: r[5],
+            default_mode: r[6],
+        };
+        Clip {
+            duration_sec: 2.0,
+            networks: alloc::vec![second(before), second(after)],
+            modalities: Modalities {
+                video: true,
+                audio: true,
+            },
+            transcript: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn two_networks_with_and_in_their_names_stay_two_clauses() {
+        // Somatomotor ("voice and movement") and Default Mode ("memory and self-relevance")
+        // rise together, the larger first.
+        let both_rose = stepping([0.0; 7], [0.0, 0.6, 0.0, 0.0, 0.0, 0.0, 0.4]);
+        assert_eq!(
+            network_story(&both_rose, 1),
+            "voice and movement rose, and so did memory and self-relevance"
+        );
+        let opposite = stepping([0.0; 7], [0.0, 0.0, -0.6, 0.0, 0.0, 0.0, 1.2]);
+        assert_eq!(
+            network_story(&opposite, 1),
+            "memory and self-relevance jumped while focused attention eased"
+        );
+        // A second network that moved under a quarter as much is not named.
+        let one = stepping([0.0; 7], [0.0, 0.0, 0.0, 0.0, 0.8, 0.1, 0.0]);
+        assert_eq!(network_story(&one, 1), "emotion rose");
     }
 
     #[test]
