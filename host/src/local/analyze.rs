@@ -220,38 +220,229 @@ pub fn table(doc: &serde_json::Value) -> String {
     let moments = doc["moments"].as_array().cloned().unwrap_or_default();
     let _ = writeln!(s, "\nmoments ({}):", moments.len());
     for m in &moments {
-        let _ = writeln!(s, "  {}", one_line(m));
+        let _ = writeln!(s, "  {}", moment_line(m));
     }
     if let Some(buy) = doc["buy_moments"].as_array() {
         let _ = writeln!(s, "\nbuy moments ({}):", buy.len());
         for m in buy {
-            let _ = writeln!(s, "  {}", one_line(m));
+            let _ = writeln!(s, "  {}", buy_moment_line(m));
         }
     }
     if let Some(summary) = doc["summary"].as_str() {
         let _ = writeln!(s, "\nsummary: {summary}");
     }
-    if let Some(m) = doc["manipulation"].as_object() {
-        let _ = writeln!(s, "\nmanipulation:");
-        for (k, v) in m {
-            let shown = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-            let _ = writeln!(s, "  {k}: {shown}");
-        }
+    if doc["manipulation"].is_object() {
+        let _ = writeln!(s, "\n{}", manipulation_lines(&doc["manipulation"]));
     }
     s.trim_end().to_owned()
 }
 
-/// A moment object on one line: its fields as `key=value`, text fields unquoted.
-fn one_line(m: &serde_json::Value) -> String {
-    m.as_object()
-        .map(|o| {
-            o.iter()
-                .map(|(k, v)| {
-                    let shown = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-                    format!("{k}={shown}")
-                })
-                .collect::<Vec<_>>()
-                .join("  ")
+/// Seconds as `m:ss`, as the moments' own sentences write them.
+fn clock(seconds: &serde_json::Value) -> String {
+    seconds.as_f64().map_or_else(
+        || "-".to_owned(),
+        |t| {
+            let t = t.max(0.0) as u64;
+            format!("{}:{:02}", t / 60, t % 60)
+        },
+    )
+}
+
+/// A text field, or `-` when the result lacks it.
+fn text(v: &serde_json::Value) -> &str {
+    v.as_str().unwrap_or("-")
+}
+
+/// A number with `places` decimals, or `-`.
+fn number(v: &serde_json::Value, places: usize) -> String {
+    v.as_f64()
+        .map_or_else(|| "-".to_owned(), |x| format!("{x:.places$}"))
+}
+
+/// A moment as one line: when, which lens and how far, then its sentence (which already names
+/// the networks and the transcript line; `brainReason` and `contentLine` are parts of it).
+fn moment_line(m: &serde_json::Value) -> String {
+    format!(
+        "{:>5}  {} {} → {}  {}",
+        clock(&m["second"]),
+        text(&m["lens"]),
+        number(&m["from"], 1),
+        number(&m["to"], 1),
+        text(&m["reason"])
+    )
+}
+
+/// A buy moment: its window, rank and drivers on one line, and its insight (and quote) below.
+fn buy_moment_line(m: &serde_json::Value) -> String {
+    let mut line = format!(
+        "{}–{} (peak {})  {}  drivers: {}\n    {}",
+        clock(&m["start_sec"]),
+        clock(&m["end_sec"]),
+        clock(&m["peak_sec"]),
+        text(&m["strength"]),
+        text(&m["trigger"]),
+        text(&m["insight"])
+    );
+    if let Some(quote) = m["quote"].as_str().filter(|q| !q.is_empty()) {
+        line.push_str(&format!("\n    \"{quote}\""));
+    }
+    line
+}
+
+/// The manipulation block in sentences and short lists. The per-second `timeline` is left to
+/// `--json`: a row of four numbers per second is not something to read in a terminal.
+fn manipulation_lines(m: &serde_json::Value) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "manipulation: conversion risk {} ({}): {}. {}",
+        number(&m["conversion_risk"], 1),
+        text(&m["risk_band"]),
+        text(&m["threat"]["label"]),
+        text(&m["threat"]["note"])
+    );
+    let q = &m["quadrant"];
+    let _ = writeln!(
+        s,
+        "  quadrant: {} (wins over {}, lowers guard {}): {}",
+        text(&q["label"]),
+        number(&q["wins_over"], 0),
+        number(&q["lowers_guard"], 0),
+        text(&q["how"])
+    );
+    let list = |key: &str, item: &dyn Fn(&serde_json::Value) -> String| {
+        m[key]
+            .as_array()
+            .map(|a| a.iter().map(item).collect::<Vec<_>>().join(", "))
+            .filter(|l| !l.is_empty())
+            .unwrap_or_else(|| "none".to_owned())
+    };
+    let circuits = list("circuits", &|c| {
+        format!(
+            "{} {} ({})",
+            text(&c["label"]),
+            number(&c["value"], 0),
+            text(&c["reading"])
+        )
+    });
+    let _ = writeln!(s, "  circuits: {circuits}");
+    let mechanisms = list("mechanisms", &|x| {
+        format!(
+            "{} {}",
+            text(&x["label"]),
+            x["share"]
+                .as_f64()
+                .map_or_else(|| "-".to_owned(), |v| format!("{:.0} %", 100.0 * v))
+        )
+    });
+    let _ = writeln!(s, "  mechanisms: {mechanisms}");
+    let _ = writeln!(
+        s,
+        "  sovereignty {}, cognitive sovereignty index {}, prefrontal balance {}",
+        number(&m["sovereignty"], 1),
+        number(&m["cognitive_sovereignty_index"], 2),
+        number(&m["pbi"], 2)
+    );
+    if m["peak_moment"].is_object() {
+        let _ = writeln!(s, "  peak: {}", text(&m["peak_moment"]["why"]));
+    }
+    let tactics = list("tactics", &|t| {
+        format!(
+            "{} at {} (\"{}\")",
+            text(&t["tactic"]),
+            clock(&t["at_sec"]),
+            text(&t["quote"])
+        )
+    });
+    let _ = writeln!(s, "  tactics: {tactics}");
+    let _ = write!(s, "  population: {}", text(&m["population"]["note"]));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::table;
+
+    /// A result as the service returns it, cut to what the table reads.
+    fn result() -> serde_json::Value {
+        json!({
+            "overall_score": 58.2, "grade": "D", "duration_sec": 11.0,
+            "lenses": ["attention", "manipulation"],
+            "timeline": [{"second": 0, "scores": {"attention": 63.0, "manipulation": 41.2}}],
+            "moments": [{
+                "type": "lens_drop", "lens": "manipulation", "second": 68, "from": 74.1,
+                "to": 44.3, "delta": -29.8, "z": -2.21,
+                "brainReason": "At 1:08 persuasive pressure lost 29.8 points.",
+                "contentLine": "ask what you can do",
+                "reason": "At 1:08 persuasive pressure lost 29.8 points. On screen/audio: \"ask what you can do\""
+            }],
+            "buy_moments": [{
+                "start_sec": 0, "end_sec": 3, "peak_sec": 1, "strength": "strongest buy moment",
+                "strength_pct": 100.0, "trigger": "reward, personal relevance",
+                "insight": "Everything lines up here.", "quote": "And so my fellow Americans"
+            }],
+            "summary": "An 11-second clip.",
+            "manipulation": {
+                "conversion_risk": 47.7, "risk_band": "moderate", "sovereignty": 52.3,
+                "cognitive_sovereignty_index": 0.97, "pbi": 0.29,
+                "threat": {"label": "Ordinary persuasion", "severity": "moderate",
+                           "color": "#F9A825", "note": "About as persuasive as typical content."},
+                "quadrant": {"key": "seductive", "label": "Seductive", "lowers_guard": 8.6,
+                             "wins_over": 89.7, "how": "Wins viewers over."},
+                "circuits": [{"key": "reward", "label": "Reward & approval", "value": 89.7,
+                              "reading": "high"}],
+                "mechanisms": [{"key": "SR", "label": "Social Reward", "share": 0.177},
+                               {"key": "MR", "label": "Motivational Rapport", "share": 0.823}],
+                "timeline": [{"sec": 0, "exposure": -0.24, "reward": 0.456, "effort": 0.696, "alarm": 0.0}],
+                "peak_moment": null, "tactics": [],
+                "population": {"per_ten": 4.5, "per_ten_thousand": 4545.0,
+                               "note": "Directional model estimate, not a share of people."}
+            }
         })
-        .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_table_reads_as_sentences_and_short_lists() {
+        let text = table(&result());
+        let expected = "\
+moments (1):
+   1:08  manipulation 74.1 → 44.3  At 1:08 persuasive pressure lost 29.8 points. On screen/audio: \"ask what you can do\"
+
+buy moments (1):
+  0:00–0:03 (peak 0:01)  strongest buy moment  drivers: reward, personal relevance
+    Everything lines up here.
+    \"And so my fellow Americans\"
+
+summary: An 11-second clip.
+
+manipulation: conversion risk 47.7 (moderate): Ordinary persuasion. About as persuasive as typical content.
+  quadrant: Seductive (wins over 90, lowers guard 9): Wins viewers over.
+  circuits: Reward & approval 90 (high)
+  mechanisms: Social Reward 18 %, Motivational Rapport 82 %
+  sovereignty 52.3, cognitive sovereignty index 0.97, prefrontal balance 0.29
+  tactics: none
+  population: Directional model estimate, not a share of people.";
+        assert!(text.ends_with(expected), "{text}");
+        assert!(
+            text.starts_with("overall 58 (grade D), 11.0 s, lenses: attention, manipulation"),
+            "{text}"
+        );
+        // The per-second guard-down series is left to --json, and no field is printed twice.
+        assert!(!text.contains("exposure"), "{text}");
+        assert_eq!(text.matches("lost 29.8 points").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn a_result_missing_fields_prints_dashes_not_a_panic() {
+        let text = table(&json!({"moments": [{}], "manipulation": {}}));
+        assert!(text.contains("\n      -  - - → -  -"), "{text}");
+        assert!(
+            text.contains("manipulation: conversion risk - (-): -. -"),
+            "{text}"
+        );
+        assert!(text.contains("  circuits: none"), "{text}");
+    }
 }
