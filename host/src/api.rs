@@ -12,7 +12,6 @@ pub mod health;
 pub mod intelligence;
 pub mod lenses;
 pub mod openapi;
-pub mod rendered;
 pub mod router;
 pub mod scans;
 pub mod server;

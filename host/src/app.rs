@@ -38,7 +38,7 @@ pub struct App {
     /// Submit-time probes in flight, in total and per organisation.
     pub probe_slots: Arc<crate::media::probe_slots::ProbeSlots>,
     /// Rendered bodies of completed, charged scans (`GET /scans/{id}`).
-    pub rendered: crate::api::rendered::RenderedScans,
+    pub rendered: crate::body_cache::RenderedScans,
 }
 
 impl App {
@@ -105,7 +105,7 @@ impl App {
             config.fetch.probe_concurrency,
             config.fetch.probe_concurrency_per_org,
         );
-        let rendered = crate::api::rendered::RenderedScans::new(
+        let rendered = crate::body_cache::RenderedScans::new(
             config.http.result_cache_mib.saturating_mul(1024 * 1024),
         );
         Ok(Arc::new(Self {

@@ -13,6 +13,7 @@ pub mod artifacts;
 pub mod auth;
 pub mod benchmark;
 pub mod billing;
+pub mod body_cache;
 pub mod charge;
 pub mod cli;
 pub mod cli_error;
@@ -23,6 +24,7 @@ pub mod grounding;
 pub mod ids;
 pub mod inference;
 pub mod intelligence;
+pub mod jobs;
 pub mod listen;
 pub mod local;
 pub mod lockout;
@@ -42,3 +44,6 @@ pub mod speech;
 pub mod store;
 pub mod url_syntax;
 pub mod webhooks;
+
+#[cfg(test)]
+mod layering;

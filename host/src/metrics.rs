@@ -65,7 +65,7 @@ async fn refresh_gauges(db: &Db) {
         }
     }
     if let Ok(depth) = db.queue_depth().await {
-        for kind in [crate::queue::SCAN_JOB, crate::queue::WEBHOOK_JOB] {
+        for kind in [crate::jobs::SCAN_JOB, crate::jobs::WEBHOOK_JOB] {
             for state in ["queued", "running"] {
                 let n = depth
                     .iter()

@@ -11,25 +11,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::analyzer::StageError;
 use crate::app::App;
+use crate::jobs::{SCAN_JOB, ScanJob, WEBHOOK_JOB};
 use crate::pipeline;
 use crate::store::jobs::ClaimedJob;
 use crate::webhooks;
-
-pub const SCAN_JOB: &str = "scan";
-pub const WEBHOOK_JOB: &str = "webhook";
-
-/// Payload of a scan job.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ScanJob {
-    pub scan_id: String,
-}
 
 /// Starts `count` scan workers and the webhook workers (`webhook_workers`) on `tracker`.
 pub fn spawn_workers(

@@ -13,25 +13,15 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use hmac::{Hmac, Mac};
-use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use crate::analyzer::StageError;
 use crate::app::App;
 use crate::ids;
-use crate::queue::WEBHOOK_JOB;
+use crate::jobs::{WEBHOOK_JOB, WebhookJob};
 use crate::store::StoreResult;
 use crate::store::jobs::{ClaimedJob, NewJob};
 use crate::store::webhooks::DeliveryAttempt;
-
-/// Payload of a webhook job.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WebhookJob {
-    pub scan_id: String,
-    pub org_id: String,
-    pub url: String,
-    pub message_id: String,
-}
 
 /// A new organisation webhook secret: `whsec_` + base64 of 32 random bytes.
 pub fn new_secret() -> String {

@@ -18,9 +18,9 @@ use super::views::{self, CreatedScan, ScanList, ScanView};
 use crate::app::App;
 use crate::billing;
 use crate::ids;
+use crate::jobs::{SCAN_JOB, ScanJob};
 use crate::media::fetch::FetchError;
 use crate::media::probe::{self, ProbeError};
-use crate::queue::{SCAN_JOB, ScanJob};
 use crate::scan::{
     self, MAX_DURATION_SECS, PRICE_CENTS, RawInput, RequestError, ScanOptions, ScanRequest,
 };
@@ -628,7 +628,7 @@ pub async fn get_scan(
         app.rendered
             .insert(
                 key,
-                super::rendered::Rendered {
+                crate::body_cache::Rendered {
                     body: body.clone(),
                     signed_at: signed.then(|| app.clock.now()),
                 },

@@ -10,6 +10,9 @@
 //!
 //! Only bodies rendered after the charge go in (the first `GET` charges, then fills), so a
 //! cached body never skips a charge.
+//!
+//! The cache lives in [`crate::app::App`], which every layer shares, so it sits outside the
+//! HTTP edge (`api`): kept there, it made `app` depend on `api` and `api` on `app`.
 
 use std::time::{Duration, Instant};
 
