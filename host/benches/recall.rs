@@ -167,7 +167,7 @@ async fn main() -> anyhow::Result<()> {
     // batches of 8; baseline in the same run: the previous single batch of up to 32 in the
     // caller's order, every text padded to the summary's length.
     let summary = "This 60-second clip holds attention moderately: attention averages 52, peaking \
-        at 71 around 0:14. Across the clip, memory encoding 48, buying intent 45 on average. \
+        at 71 around 0:14. Across the clip, memory encoding averages 48 and buying intent 45. \
         Three moments stand out from the clip's own rhythm, the largest a rise in attention \
         when the narration turns to the budget. No stretch of buying intent rises clearly above \
         the clip's own average. This is a directional read from a model of an average viewer's \

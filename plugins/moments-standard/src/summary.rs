@@ -65,6 +65,21 @@ fn opening(duration: f64, first: &LensStats) -> String {
     )
 }
 
+/// The averages of the lenses after the first (which the opening covers), as one sentence:
+/// "Across the clip, buying intent averages 89." or "…, memory encoding averages 48 and
+/// buying intent 45." `None` when there are none. (Up to 1.1.1 it read "Across the clip,
+/// buying intent 89 on average.", which has no verb.)
+fn other_averages(others: &[(String, f64)]) -> Option<String> {
+    let ((first, mean), rest) = others.split_first()?;
+    let mut sentence = format!("Across the clip, {first} averages {mean:.0}");
+    for (i, (title, mean)) in rest.iter().enumerate() {
+        let joint = if i + 1 == rest.len() { " and" } else { "," };
+        sentence.push_str(&format!("{joint} {title} {mean:.0}"));
+    }
+    sentence.push('.');
+    Some(sentence)
+}
+
 /// The paragraph (module docs).
 pub fn write(
     clip: &Clip,
@@ -78,17 +93,14 @@ pub fn write(
         return format!("No lens was scored, so there is nothing to summarise. {CAVEAT}");
     };
     parts.push(opening(clip.duration_sec, first));
-    let others: Vec<String> = all
+    let others: Vec<(String, f64)> = all
         .iter()
         .skip(1)
         .filter(|s| s.lens != "manipulation")
-        .map(|s| format!("{} {:.0}", lens_title(&s.lens).to_lowercase(), s.mean))
+        .map(|s| (lens_title(&s.lens).to_lowercase(), s.mean))
         .collect();
-    if !others.is_empty() {
-        parts.push(format!(
-            "Across the clip, {} on average.",
-            others.join(", ")
-        ));
+    if let Some(sentence) = other_averages(&others) {
+        parts.push(sentence);
     }
 
     let sharpest = moments.iter().max_by(|a, b| {
@@ -173,4 +185,30 @@ pub fn write(
     }
     parts.push(CAVEAT.into());
     parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::borrow::ToOwned;
+
+    use super::other_averages;
+
+    #[test]
+    fn the_other_lenses_averages_read_as_one_sentence_with_a_verb() {
+        let lens = |t: &str, m: f64| (t.to_owned(), m);
+        assert_eq!(other_averages(&[]), None);
+        assert_eq!(
+            other_averages(&[lens("buying intent", 88.6)]).as_deref(),
+            Some("Across the clip, buying intent averages 89.")
+        );
+        assert_eq!(
+            other_averages(&[lens("memory encoding", 48.2), lens("buying intent", 45.0)])
+                .as_deref(),
+            Some("Across the clip, memory encoding averages 48 and buying intent 45.")
+        );
+        assert_eq!(
+            other_averages(&[lens("a", 1.0), lens("b", 2.0), lens("c", 3.0)]).as_deref(),
+            Some("Across the clip, a averages 1, b 2 and c 3.")
+        );
+    }
 }
