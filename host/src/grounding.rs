@@ -16,6 +16,9 @@ pub mod alice;
 pub mod evaluate;
 pub mod neurosynth;
 
+/// Pearson correlation, kept in [`crate::stats`] (the model's fitting uses it too).
+pub use crate::stats::pearson;
+
 use std::path::{Path, PathBuf};
 
 /// Where the reference data lives: `$BRAINSCAN_REFERENCE_DATA`, else `../shared/data` relative
@@ -50,29 +53,6 @@ pub fn read_bounded(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
 #[must_use]
 pub fn sha256(bytes: &[u8]) -> String {
     crate::inference::model::checksum(bytes)
-}
-
-/// Pearson correlation; 0 when either series is constant.
-#[must_use]
-pub fn pearson(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len().min(b.len());
-    if n < 2 {
-        return 0.0;
-    }
-    let (a, b) = (&a[..n], &b[..n]);
-    let ma = a.iter().sum::<f64>() / n as f64;
-    let mb = b.iter().sum::<f64>() / n as f64;
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for (x, y) in a.iter().zip(b) {
-        sab += (x - ma) * (y - mb);
-        saa += (x - ma).powi(2);
-        sbb += (y - mb).powi(2);
-    }
-    if saa <= 0.0 || sbb <= 0.0 {
-        0.0
-    } else {
-        sab / (saa * sbb).sqrt()
-    }
 }
 
 /// z-scores a series in place (mean 0, population SD 1; constant series become 0).

@@ -13,8 +13,10 @@ pub mod model;
 pub mod motion;
 pub mod picture;
 pub mod prior;
+pub mod profiles;
 pub mod reference;
 pub mod run;
+pub mod shipped_evaluation;
 pub mod v2;
 
 pub use gpu::{GpuContext, GpuError};

@@ -41,6 +41,7 @@ pub mod runtime_dir;
 pub mod scan;
 pub mod serve;
 pub mod speech;
+pub mod stats;
 pub mod store;
 pub mod url_syntax;
 pub mod webhooks;

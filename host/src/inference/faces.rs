@@ -45,7 +45,7 @@ impl FaceDetector {
             meta.len()
         );
         let bytes = std::fs::read(&path)?;
-        let found = crate::grounding::sha256(&bytes);
+        let found = super::model::checksum(&bytes);
         anyhow::ensure!(
             found == sampling.cascade_sha256,
             "{} has sha256 {found}, the model was built with {} ({hint})",

@@ -16,8 +16,8 @@ use nalgebra::{DMatrix, DVector};
 use super::model::{Model, NETWORK_COUNT, Presence, TimeBase};
 use super::prior;
 use super::reference::convolve;
-use crate::grounding::pearson;
 use crate::result::NETWORKS;
+use crate::stats::pearson;
 
 pub const LAMBDAS: [f64; 8] = [1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4];
 const MAX_ROWS: usize = 1_000_000;

@@ -260,7 +260,8 @@ fn feature_list(format: u32) -> Option<Vec<(&'static str, Modality)>> {
     }
 }
 
-fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, ModelError> {
+/// Reads a model-side file of at most `max` bytes (model files, the profile table).
+pub(crate) fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, ModelError> {
     let name = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| ModelError::Io(name.clone(), e))?;
     if meta.len() > max {

@@ -14,8 +14,8 @@ use super::model::{
     AxisSpec, FaceSampling, FeatureSpec, Manifest, Model, NETWORK_COUNT, Presence, ResponseSpec,
     Sampling, SemanticSpec, WeightNote,
 };
+use super::profiles::ProfileTable;
 use super::v2;
-use crate::grounding::neurosynth::ProfileTable;
 use crate::result::NETWORKS;
 
 pub struct Prior {
@@ -624,7 +624,7 @@ pub fn grounded_weights(table: &ProfileTable) -> (Vec<f32>, Vec<WeightNote>) {
 /// (a test checks the committed model.json against both).
 #[must_use]
 pub fn v2_summary() -> String {
-    let e = crate::grounding::alice::SHIPPED_EVALUATION;
+    let e = super::shipped_evaluation::SHIPPED_EVALUATION;
     format!(
         "Weights are a prior derived from data, not fitted: each feature's weights are the Neurosynth v7 network profile (positive log odds, 95% bootstrap interval above 0) of the construct it indexes. They are NOT fitted to fMRI. On real fMRI (Alice, first half) they predict language regions at mean r {:.2}, no better than loudness alone ({:.2}), whose lead is the response to the story's start after silence: from 6 s after the first word they score {:.3} against loudness's {:.3} (word rate alone {:.3}), and within 5 blocks of the story {:.2} against loudness's {:.2} and word rate's {:.2}: read results as directional prior-model predictions, not measurements. Drive features (how much there is to see, hear or understand) are scaled from their value with no stimulus, so 0 on a network is rest and an absent stream, silence or a uniform frame reads as no drive; the other features are centred on the reference corpus below, and every feature's spread comes from that corpus.",
         e.zero_shot_mean_r,
@@ -680,7 +680,7 @@ pub fn build_v2(
     let mut provenance = prior_provenance(&summary, corpus);
     provenance.insert(
         "evaluation".to_owned(),
-        serde_json::json!(crate::grounding::alice::SHIPPED_EVALUATION),
+        serde_json::json!(super::shipped_evaluation::SHIPPED_EVALUATION),
     );
     provenance.insert(
         "profiles".to_owned(),
