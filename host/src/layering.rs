@@ -6,8 +6,9 @@
 //! were one tangle until the job kinds moved to `jobs` and the body cache to `body_cache`; and
 //! `inference` read `grounding`'s profile table and shipped figures while `grounding` ran the
 //! model, until those moved to `inference::profiles` and `inference::shipped_evaluation`.
-//! The graph is read from the source text: every `crate::name` outside comments and outside a
-//! file's `#[cfg(test)] mod tests`, with `name` a top-level module of this crate.
+//! The graph is read from the source text: every `crate::name` outside comments and before a
+//! file's `#[cfg(test)] mod tests` (this crate keeps that module last in a file, so code after
+//! it is not read), with `name` a top-level module of this crate.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
