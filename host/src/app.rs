@@ -39,6 +39,8 @@ pub struct App {
     pub probe_slots: Arc<crate::media::probe_slots::ProbeSlots>,
     /// Rendered bodies of completed, charged scans (`GET /scans/{id}`).
     pub rendered: crate::body_cache::RenderedScans,
+    /// This process's scratch folder (downloads, renders), outside the data folder.
+    pub scratch: crate::scratch::Scratch,
 }
 
 impl App {
@@ -55,18 +57,12 @@ impl App {
         Self::assemble(config, clock, db, analyzer, None).await
     }
 
-    /// Creates the data folder, clears orphaned downloads and opens the database.
+    /// Creates the data folder and opens the database.
     ///
     /// # Errors
     /// When the folder cannot be created or the database cannot be opened.
     pub async fn open_db(config: &ServeConfig) -> anyhow::Result<Db> {
         std::fs::create_dir_all(&config.store.data_dir)?;
-        let tmp = config.store.data_dir.join("tmp");
-        std::fs::create_dir_all(&tmp)?;
-        // Downloads of a crashed process are orphaned here; nothing else uses the folder.
-        for entry in std::fs::read_dir(&tmp)?.flatten() {
-            let _ = std::fs::remove_file(entry.path());
-        }
         Db::connect(&config.store.database_url()).await
     }
 
@@ -108,6 +104,12 @@ impl App {
         let rendered = crate::body_cache::RenderedScans::new(
             config.http.result_cache_mib.saturating_mul(1024 * 1024),
         );
+        let scratch = crate::scratch::Scratch::create().map_err(|e| {
+            anyhow::anyhow!(
+                "cannot make a scratch folder in {}: {e}",
+                std::env::temp_dir().display()
+            )
+        })?;
         Ok(Arc::new(Self {
             recall,
             config,
@@ -124,6 +126,7 @@ impl App {
             limiter,
             admin_lockout: crate::lockout::Lockout::default(),
             probe_slots,
+            scratch,
         }))
     }
 
@@ -242,9 +245,10 @@ impl App {
         Ok(app)
     }
 
-    /// Where downloads are written; removed when their scan's stage ends.
+    /// This process's scratch folder: each download makes a job folder here, removed when
+    /// its scan's stage ends (see [`crate::scratch`]).
     pub fn tmp_dir(&self) -> PathBuf {
-        self.config.store.data_dir.join("tmp")
+        self.scratch.path().to_path_buf()
     }
 
     /// Lens names accepted in `POST /scans`.

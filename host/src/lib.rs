@@ -39,6 +39,7 @@ pub mod render;
 pub mod result;
 pub mod runtime_dir;
 pub mod scan;
+pub mod scratch;
 pub mod serve;
 pub mod speech;
 pub mod stats;

@@ -218,7 +218,8 @@ pub struct BenchArgs {
 /// A local file, or a URL downloaded into a temporary file that lives as long as this value.
 struct Input {
     path: PathBuf,
-    _temp: Option<tempfile::NamedTempFile>,
+    /// The download's job folder, removed when the input is dropped.
+    _temp: Option<crate::media::fetch::Downloaded>,
 }
 
 async fn resolve(input: &str, fetch: &FetchConfig) -> anyhow::Result<Input> {
@@ -236,8 +237,8 @@ async fn resolve(input: &str, fetch: &FetchConfig) -> anyhow::Result<Input> {
             .await
             .with_context(|| format!("downloading {url}"))?;
         return Ok(Input {
-            path: d.file.path().to_path_buf(),
-            _temp: Some(d.file),
+            path: d.path().to_path_buf(),
+            _temp: Some(d),
         });
     }
     let path = PathBuf::from(input);

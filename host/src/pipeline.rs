@@ -73,7 +73,7 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
         return Ok(()); // cancelled meanwhile
     }
     let stage = Instant::now();
-    let info = probe::probe(media.file.path(), Duration::from_secs(30)).await?;
+    let info = probe::probe(media.path(), Duration::from_secs(30)).await?;
     crate::metrics::record_stage("probe", stage.elapsed());
     if let Some(d) = info.duration_sec
         && d > MAX_DURATION_SECS
@@ -94,7 +94,7 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
             scan_id,
             org_id: &row.org_id,
             request: &request,
-            media: media.file.path(),
+            media: media.path(),
             probe: &info,
             progress: None,
         })

@@ -12,6 +12,7 @@ mod compare;
 mod connections;
 mod console;
 mod cortex;
+mod crafted_media;
 mod intelligence;
 mod local_analyze;
 mod mcp;

@@ -4,7 +4,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::support::{admin, create_scan, funded_key, media_server, serve, wait_for};
+use crate::support::{admin, create_scan, funded_key, media_server, serve_with_env, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_mid_job_then_restarted_loses_nothing() {
@@ -13,6 +13,11 @@ async fn killed_mid_job_then_restarted_loses_nothing() {
     let media = media_server().await;
     let http = reqwest::Client::new();
 
+    // Each process's scratch folder is made in TMPDIR: here, one the test can look into.
+    let scratch = dir.path().join("scratch");
+    std::fs::create_dir_all(&scratch).expect("scratch");
+    let env = [("TMPDIR", scratch.to_str().expect("utf8"))];
+    let serve = |dir: &std::path::Path| serve_with_env(dir, &env);
     let mut server = serve(dir.path());
     let body = json!({"input": {"type": "video", "video_url": media.url("/slow/clip.mp4")}});
     let id = create_scan(&http, &server.base, &key, &body).await;
@@ -39,10 +44,21 @@ async fn killed_mid_job_then_restarted_loses_nothing() {
     );
     let none = admin(dir.path(), &["webhook", "deliveries", "--scan", &id]);
     assert!(none.contains("no webhook deliveries recorded"), "{none}");
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("tmp"))
-        .expect("tmp")
+    // The killed process's scratch folder (and its download) is gone; the live one holds
+    // nothing but its lock once the job is done.
+    let folders = brainscan::scratch::folders_in(&scratch);
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    let leftovers: Vec<_> = std::fs::read_dir(&folders[0])
+        .expect("scratch")
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n != ".lock")
         .collect();
     assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    assert!(
+        !dir.path().join("tmp").exists(),
+        "nothing is written in the data folder's tmp"
+    );
 
     // SIGTERM mid-download: the job is handed back (not failed) and finishes after a restart.
     let mut server = server;

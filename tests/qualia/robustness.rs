@@ -419,6 +419,7 @@ async fn broken_inputs_are_typed_errors() {
         has_audio: true,
         has_subtitles: false,
         format_name: "mov".into(),
+        demuxer: Some("mov"),
     };
     for name in ["page.html", "empty.mp4", "junk.mp4"] {
         let err = qualia()

@@ -322,7 +322,7 @@ async fn probe_up_front(app: &App, request: &ScanRequest) -> Result<(), ApiError
             .saturating_sub(started.elapsed())
             .max(std::time::Duration::from_secs(1))
     };
-    let mut outcome = probe::probe(head.file.path(), left()).await;
+    let mut outcome = probe::probe(head.path(), left()).await;
     let knows_duration = matches!(&outcome, Ok(info) if info.duration_sec.is_some());
     if !knows_duration
         && !head.complete
@@ -382,11 +382,12 @@ async fn head_and_tail(
         .download_range(url, &app.tmp_dir(), start, tail_len, left)
         .await
         .ok()??;
+    // Beside the head, in its job folder: a probe's files never share a folder with others'.
     let sparse = tempfile::Builder::new()
         .prefix("probe-")
-        .tempfile_in(app.tmp_dir())
+        .tempfile_in(head.folder())
         .ok()?;
-    let (head_path, tail_path) = (head.file.path().to_owned(), tail.file.path().to_owned());
+    let (head_path, tail_path) = (head.path().to_owned(), tail.path().to_owned());
     let target = sparse.reopen().ok()?;
     tokio::task::spawn_blocking(move || -> std::io::Result<()> {
         let mut out = target;

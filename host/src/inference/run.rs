@@ -178,7 +178,11 @@ impl Qualia {
                 "the model reads faces but no face detector was loaded".into(),
             ));
         }
-        let spec = self.decode_spec();
+        // Decode with the demuxer the probe checked, so ffmpeg does not guess again.
+        let spec = DecodeSpec {
+            demuxer: probe.demuxer,
+            ..self.decode_spec()
+        };
         let limit = (max_seconds as usize + 1) * spec.fps as usize;
         let video = async {
             if !probe.has_video {

@@ -22,6 +22,9 @@ pub struct DecodeSpec {
     pub sample_rate: u32,
     /// Wall-clock bound for a whole stream.
     pub timeout: Duration,
+    /// The demuxer the probe found (`-f`), so ffmpeg reads the file as what was checked;
+    /// `None` lets it guess among [`super::demuxers::ALLOWED`] only.
+    pub demuxer: Option<&'static str>,
 }
 
 impl Default for DecodeSpec {
@@ -32,6 +35,7 @@ impl Default for DecodeSpec {
             height: 90,
             sample_rate: 16_000,
             timeout: Duration::from_secs(300),
+            demuxer: None,
         }
     }
 }
@@ -46,6 +50,16 @@ pub enum DecodeError {
     Timeout(Duration),
     #[error("the decoder failed: {0}")]
     Failed(String),
+}
+
+/// `path` made absolute, and the folder a decoder of it runs in: the file's own (a job's
+/// folder holds only its file), so no relative name a file could carry points anywhere else.
+pub(crate) fn located(path: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let dir = absolute
+        .parent()
+        .map_or_else(|| std::path::PathBuf::from("/"), Path::to_path_buf);
+    (absolute, dir)
 }
 
 /// A running `ffmpeg` whose stdout is a raw stream.
@@ -117,11 +131,14 @@ impl Pipe {
         spec: &DecodeSpec,
         kind: &'static str,
     ) -> Result<Self, DecodeError> {
+        let (path, dir) = located(path);
         let mut child = Command::new("ffmpeg")
             .args(["-v", "error", "-nostdin"])
+            .args(super::demuxers::input_args(spec.demuxer))
             .args(before)
             .arg("-i")
-            .arg(path)
+            .arg(&path)
+            .current_dir(dir)
             .args(args)
             .arg("pipe:1")
             .stdin(Stdio::null())
@@ -198,6 +215,11 @@ impl Pipe {
         }
         if stderr.contains("matches no streams") {
             return Err(DecodeError::NoStream(self.kind));
+        }
+        if stderr.contains("not on whitelist") {
+            return Err(DecodeError::Failed(
+                super::probe::NOT_A_CONTAINER.to_owned(),
+            ));
         }
         let line = stderr
             .lines()

@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, LOCATION, RANGE};
-use tempfile::NamedTempFile;
+use tempfile::TempDir;
 use tokio::io::AsyncWriteExt;
 use url::Url;
 
@@ -66,10 +66,14 @@ impl FetchError {
     }
 }
 
-/// A finished (or deliberately partial) download. The temporary file is deleted on drop.
+/// A finished (or deliberately partial) download: one file, `media`, alone in a job folder of
+/// its own (mode 0700), removed with the folder on drop. ffprobe and ffmpeg run in that
+/// folder, so no relative name inside the file leads to another job's media or the data
+/// folder (see [`super::demuxers`] for why the file may not open others at all).
 #[derive(Debug)]
 pub struct Downloaded {
-    pub file: NamedTempFile,
+    folder: TempDir,
+    path: std::path::PathBuf,
     pub bytes: u64,
     pub content_type: Option<String>,
     /// False when a partial (probe) fetch stopped before the end of the file.
@@ -77,6 +81,20 @@ pub struct Downloaded {
     /// The whole file's size when the host said it (`Content-Range` of a 206, or the
     /// `Content-Length` of a 200).
     pub total_bytes: Option<u64>,
+}
+
+impl Downloaded {
+    /// The downloaded file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The job folder the file sits alone in, for files made from it (a probe's sparse copy).
+    #[must_use]
+    pub fn folder(&self) -> &Path {
+        self.folder.path()
+    }
 }
 
 /// The total size in a `Content-Range: bytes a-b/TOTAL` header, and the first byte `a`.
@@ -213,7 +231,7 @@ impl Fetcher {
         &self.policy
     }
 
-    /// Downloads `url` into a temporary file in `dir`.
+    /// Downloads `url` into a job folder of its own made in `dir`.
     ///
     /// With `partial`, at most `max_bytes` are read (a `Range` request is made; servers that
     /// ignore it are cut off) and the result says whether the whole file fit. Without it, a
@@ -336,12 +354,15 @@ impl Fetcher {
         } else {
             response.content_length()
         };
-        let file = tempfile::Builder::new()
-            .prefix("download-")
-            .tempfile_in(dir)
+        let folder = tempfile::Builder::new()
+            .prefix("job-")
+            .tempdir_in(dir)
             .map_err(|e| FetchError::Io(e.to_string()))?;
-        let std_file = file.reopen().map_err(|e| FetchError::Io(e.to_string()))?;
-        let mut out = tokio::io::BufWriter::new(tokio::fs::File::from_std(std_file));
+        let path = folder.path().join("media");
+        let file = tokio::fs::File::create_new(&path)
+            .await
+            .map_err(|e| FetchError::Io(e.to_string()))?;
+        let mut out = tokio::io::BufWriter::new(file);
         let mut stream = response.bytes_stream();
         let mut bytes: u64 = 0;
         let mut complete = true;
@@ -394,7 +415,8 @@ impl Fetcher {
             return Err(FetchError::NotMedia("an empty body".into()));
         }
         Ok(Downloaded {
-            file,
+            folder,
+            path,
             bytes,
             total_bytes,
             content_type,

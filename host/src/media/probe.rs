@@ -16,6 +16,8 @@ pub struct ProbeInfo {
     pub has_audio: bool,
     pub has_subtitles: bool,
     pub format_name: String,
+    /// The allowed demuxer that read it (see [`super::demuxers`]), for decodes to force.
+    pub demuxer: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,6 +29,11 @@ pub enum ProbeError {
     #[error("not a readable media file: {0}")]
     NotMedia(String),
 }
+
+/// What a client reads when the file is a playlist, a script, an image or another format that
+/// is not a single-file audio or video container.
+pub const NOT_A_CONTAINER: &str =
+    "the file is not an audio or video container (playlists, scripts and images are not accepted)";
 
 #[derive(Deserialize)]
 struct Output {
@@ -55,15 +62,20 @@ struct Format {
     format_name: Option<String>,
 }
 
-/// Runs `ffprobe` on `path`, killed if it outlives `timeout`.
+/// Runs `ffprobe` on `path`, killed if it outlives `timeout`. Only the single-file container
+/// formats of [`super::demuxers::ALLOWED`] are read: a playlist, a script or an image pattern
+/// is not media, whatever files it names.
 ///
 /// # Errors
-/// `Missing` when ffprobe is absent, `Timeout`, or `NotMedia` when it cannot read the file or
-/// finds neither audio nor video.
+/// `Missing` when ffprobe is absent, `Timeout`, or `NotMedia` when it cannot read the file,
+/// its format is not allowed, or it finds neither audio nor video.
 pub async fn probe(path: &Path, timeout: Duration) -> Result<ProbeInfo, ProbeError> {
+    let (path, dir) = super::decode::located(path);
     let child = Command::new("ffprobe")
         .args(["-v", "error", "-show_entries", "format=duration,format_name:stream=codec_type,duration:stream_disposition=attached_pic", "-of", "json"])
-        .arg(path)
+        .args(super::demuxers::input_args(None))
+        .arg(&path)
+        .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -79,6 +91,11 @@ pub async fn probe(path: &Path, timeout: Duration) -> Result<ProbeInfo, ProbeErr
         let line = err.lines().last().unwrap_or("ffprobe failed").trim();
         // ffprobe prefixes the file path; clients should not see our temp paths.
         let line = line.rsplit(": ").next().unwrap_or(line);
+        // A refused format says so in one message, the same whether or not the files it names
+        // exist: nothing about the machine's files reaches the client.
+        if err.contains("not on whitelist") {
+            return Err(ProbeError::NotMedia(NOT_A_CONTAINER.into()));
+        }
         return Err(ProbeError::NotMedia(line.chars().take(200).collect()));
     }
     let parsed: Output =
@@ -89,6 +106,7 @@ pub async fn probe(path: &Path, timeout: Duration) -> Result<ProbeInfo, ProbeErr
         has_audio: false,
         has_subtitles: false,
         format_name: String::new(),
+        demuxer: None,
     };
     let mut stream_max: Option<f64> = None;
     for s in &parsed.streams {
@@ -110,12 +128,16 @@ pub async fn probe(path: &Path, timeout: Duration) -> Result<ProbeInfo, ProbeErr
     }
     if let Some(format) = &parsed.format {
         info.format_name = format.format_name.clone().unwrap_or_default();
+        info.demuxer = super::demuxers::allowed(&info.format_name);
         info.duration_sec = format
             .duration
             .as_deref()
             .and_then(|d| d.parse::<f64>().ok())
             .filter(|d| d.is_finite() && *d > 0.0)
             .or(stream_max);
+    }
+    if info.demuxer.is_none() {
+        return Err(ProbeError::NotMedia(NOT_A_CONTAINER.into()));
     }
     if !info.has_video && !info.has_audio {
         return Err(ProbeError::NotMedia(
