@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod analyze;
 pub mod artifacts;
+pub mod client_addr;
 pub mod compare;
 pub mod console;
 pub mod error;

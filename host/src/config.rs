@@ -7,10 +7,41 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use clap::builder::BoolishValueParser;
 
 /// The shortest admin token `serve` starts with: 32 characters of `openssl rand -hex 32`
 /// output carry 128 bits, beyond guessing over HTTP.
 pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
+
+/// `BRAINSCAN_ADMIN_TOKEN`, trimmed; `None` when unset or blank.
+fn admin_token_from_env() -> Option<String> {
+    std::env::var("BRAINSCAN_ADMIN_TOKEN")
+        .ok()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+}
+
+/// A reverse proxy's address or CIDR block (`BRAINSCAN_TRUSTED_PROXIES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrustedProxy(pub ipnet::IpNet);
+
+impl std::str::FromStr for TrustedProxy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        s.parse::<ipnet::IpNet>()
+            .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+            .map(Self)
+            .map_err(|_| format!("{s:?} is not an IP address or CIDR block"))
+    }
+}
+
+impl TrustedProxy {
+    #[must_use]
+    pub fn contains(&self, ip: std::net::IpAddr) -> bool {
+        self.0.contains(&ip)
+    }
+}
 
 /// Where state lives. Shared by every subcommand that touches the database.
 #[derive(Debug, Clone, Args)]
@@ -96,7 +127,7 @@ pub struct FetchConfig {
 
     /// Development only: allow fetching from loopback addresses (127.0.0.0/8, ::1).
     /// Off by default; private, link-local and metadata addresses stay refused.
-    #[arg(long, env = "BRAINSCAN_ALLOW_LOOPBACK_FETCH", default_value_t = false)]
+    #[arg(long, env = "BRAINSCAN_ALLOW_LOOPBACK_FETCH", default_value_t = false, value_parser = BoolishValueParser::new())]
     pub allow_loopback_fetch: bool,
 
     /// Exact socket addresses (IP:port) that may be fetched although the address policy
@@ -250,8 +281,21 @@ pub struct HttpConfig {
     #[arg(long, env = "BRAINSCAN_RATE_LIMIT_BURST", default_value_t = 40)]
     pub rate_limit_burst: u32,
 
+    /// Reverse proxies whose `X-Forwarded-For` names the client (addresses or CIDR blocks,
+    /// comma-separated, e.g. `127.0.0.1,10.0.0.0/8`). Only a request from one of them is
+    /// read as coming from the address it forwards for; any other request is its peer.
+    /// Empty: `X-Forwarded-For` is never read.
+    #[arg(long, env = "BRAINSCAN_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<TrustedProxy>,
+
+    /// Serve `/admin/v1` on the public address even though an admin token is set and there is
+    /// no `BRAINSCAN_OPS_LISTEN`. Off by default: the admin API then answers only on the
+    /// operations address, never where the public can reach it.
+    #[arg(long, env = "BRAINSCAN_ADMIN_ON_PUBLIC_LISTENER", default_value_t = false, value_parser = BoolishValueParser::new())]
+    pub admin_on_public_listener: bool,
+
     /// Log as JSON lines (for production log shippers) instead of human-readable text.
-    #[arg(long, env = "BRAINSCAN_LOG_JSON", default_value_t = false)]
+    #[arg(long, env = "BRAINSCAN_LOG_JSON", default_value_t = false, value_parser = BoolishValueParser::new())]
     pub log_json: bool,
 }
 
@@ -265,9 +309,12 @@ pub struct PluginConfig {
     #[arg(long, env = "BRAINSCAN_PLUGIN_CACHE_DIR")]
     pub plugin_cache_dir: Option<PathBuf>,
 
-    /// Bearer token for `/admin/v1/…`, at least [`MIN_ADMIN_TOKEN_CHARS`] characters. Unset:
-    /// the admin API answers 404 (it is off).
-    #[arg(long, env = "BRAINSCAN_ADMIN_TOKEN", hide_env_values = true)]
+    /// Bearer token for `/admin/v1/…`, at least [`MIN_ADMIN_TOKEN_CHARS`] characters, read
+    /// from the environment only (`BRAINSCAN_ADMIN_TOKEN`): a command-line flag would show it
+    /// to every user of the machine in the process list. White space around it is dropped
+    /// (a token read from a file keeps its newline); `serve` refuses one with white space
+    /// inside. Unset or empty: the admin API answers 404 (it is off).
+    #[arg(skip = admin_token_from_env())]
     pub admin_token: Option<String>,
 
     /// Fuel every call gets before the per-second share (fuel counts wasm instructions).
@@ -310,7 +357,7 @@ pub struct PluginConfig {
     /// Write `/tmp/perf-<pid>.map` naming every compiled plugin function, so `perf record`
     /// and `perf report` show where a plugin's time goes by its Rust function names (build the
     /// plugin unstripped). For profiling; leave off in production.
-    #[arg(long, env = "BRAINSCAN_PLUGIN_PERFMAP", default_value_t = false)]
+    #[arg(long, env = "BRAINSCAN_PLUGIN_PERFMAP", default_value_t = false, value_parser = BoolishValueParser::new())]
     pub plugin_perfmap: bool,
 
     /// Plugin calls that may run at once (each holds one pooled instance).

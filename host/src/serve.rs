@@ -162,13 +162,23 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             "ffprobe was not found on PATH: install the Debian package `ffmpeg` (apt-get install ffmpeg)"
         );
     }
-    if let Some(token) = &config.plugins.admin_token
-        && token.trim().chars().count() < crate::config::MIN_ADMIN_TOKEN_CHARS
-    {
-        anyhow::bail!(
-            "BRAINSCAN_ADMIN_TOKEN must be at least {} characters (it guards plugin installs and rollbacks); generate one with `openssl rand -hex 32`",
-            crate::config::MIN_ADMIN_TOKEN_CHARS
-        );
+    if let Some(token) = &config.plugins.admin_token {
+        if token.chars().count() < crate::config::MIN_ADMIN_TOKEN_CHARS {
+            anyhow::bail!(
+                "BRAINSCAN_ADMIN_TOKEN must be at least {} characters (it guards plugin installs and rollbacks); generate one with `openssl rand -hex 32`",
+                crate::config::MIN_ADMIN_TOKEN_CHARS
+            );
+        }
+        if token.chars().any(char::is_whitespace) {
+            anyhow::bail!(
+                "BRAINSCAN_ADMIN_TOKEN has white space inside it; a bearer token cannot carry it (generate one with `openssl rand -hex 32`)"
+            );
+        }
+        if config.http.ops_listen.is_none() && !config.http.admin_on_public_listener {
+            tracing::warn!(
+                "BRAINSCAN_ADMIN_TOKEN is set but the admin API is not served: it answers only on BRAINSCAN_OPS_LISTEN (or set BRAINSCAN_ADMIN_ON_PUBLIC_LISTENER=true to serve it on the public address)"
+            );
+        }
     }
     if config.role == crate::config::Role::Worker && config.queue.workers == 0 {
         anyhow::bail!(

@@ -154,7 +154,14 @@ async fn the_console_drives_the_whole_service_in_a_real_browser() {
     let dir = tempfile::tempdir().expect("tempdir");
     let key = funded_key(dir.path());
     let media = media_server().await;
-    let server = serve_with_env(dir.path(), &[("BRAINSCAN_ADMIN_TOKEN", ADMIN_TOKEN)]);
+    let server = serve_with_env(
+        dir.path(),
+        &[
+            ("BRAINSCAN_ADMIN_TOKEN", ADMIN_TOKEN),
+            // The console's operator pages call /admin/v1 on the one address this test serves.
+            ("BRAINSCAN_ADMIN_ON_PUBLIC_LISTENER", "1"),
+        ],
+    );
     let base = server.base.clone();
     let http = reqwest::Client::new();
     // The second scan for the comparison, made through the API while the browser starts.

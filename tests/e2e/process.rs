@@ -197,3 +197,62 @@ async fn operator_routes_move_to_their_own_address() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Operators' settings as they write them: booleans as `1`, `yes` or `true`; the admin token
+/// from the environment with a file's trailing newline; the admin API on the public address
+/// only when asked for. White space inside a token and a boolean like `maybe` are refused.
+#[tokio::test]
+async fn boolean_settings_and_the_admin_token_read_as_operators_write_them() {
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef-env";
+    let http = reqwest::Client::new();
+    let admin = |base: String, token: &'static str| {
+        let http = http.clone();
+        async move {
+            http.get(format!("{base}/admin/v1/plugins"))
+                .bearer_auth(token)
+                .send()
+                .await
+                .expect("send")
+                .status()
+                .as_u16()
+        }
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let padded = format!("  {TOKEN}\n");
+    for yes in ["1", "yes", "true"] {
+        let server = serve_with_env(
+            dir.path(),
+            &[
+                ("BRAINSCAN_ADMIN_TOKEN", &padded),
+                ("BRAINSCAN_ADMIN_ON_PUBLIC_LISTENER", yes),
+                ("BRAINSCAN_LOG_JSON", yes),
+            ],
+        );
+        assert_eq!(admin(server.base.clone(), TOKEN).await, 200, "{yes}");
+    }
+    let server = serve_with_env(dir.path(), &[("BRAINSCAN_ADMIN_TOKEN", TOKEN)]);
+    assert_eq!(
+        admin(server.base.clone(), TOKEN).await,
+        404,
+        "not on the public address unless asked for"
+    );
+    drop(server);
+    for (name, value, expected) in [
+        ("BRAINSCAN_LOG_JSON", "maybe", "maybe"),
+        (
+            "BRAINSCAN_ADMIN_TOKEN",
+            "0123456789abcdef 0123456789abcdef",
+            "white space",
+        ),
+    ] {
+        let out = Command::new(crate::support::BIN)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env("BRAINSCAN_DATA_DIR", dir.path())
+            .env(name, value)
+            .output()
+            .expect("run serve");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}={value} started");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+}

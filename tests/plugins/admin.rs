@@ -7,6 +7,13 @@ use crate::kit::{Service, service, wasm};
 
 const TOKEN: &str = "admin-secret-for-tests-0123456789abcdef";
 
+/// The admin token set, and the admin API on the service's one (public) address, as an
+/// operator without `BRAINSCAN_OPS_LISTEN` asks for it explicitly.
+fn with_token(c: &mut brainscan::config::ServeConfig) {
+    c.plugins.admin_token = Some(TOKEN.into());
+    c.http.admin_on_public_listener = true;
+}
+
 fn admin_url(svc: &Service, path: &str) -> String {
     format!("{}/admin/v1{}", svc.base, path)
 }
@@ -46,7 +53,7 @@ async fn without_a_configured_token_the_admin_api_does_not_exist() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operators_install_activate_roll_back_and_remove_over_http() {
-    let svc = service(|c| c.plugins.admin_token = Some(TOKEN.into())).await;
+    let svc = service(with_token).await;
     let key = svc.org("acme").await;
 
     // An organisation's API key is not the admin token.
@@ -224,7 +231,7 @@ async fn operators_install_activate_roll_back_and_remove_over_http() {
 /// token is answered 429 without being compared, so guessing cannot go on at speed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeated_failed_admin_logins_lock_the_address_out() {
-    let svc = service(|c| c.plugins.admin_token = Some(TOKEN.into())).await;
+    let svc = service(with_token).await;
     for attempt in 0..brainscan::lockout::MAX_FAILURES {
         let (s, v) = call(
             svc.http
@@ -257,5 +264,55 @@ async fn repeated_failed_admin_logins_lock_the_address_out() {
             .contains("failed admin authentications"),
         "{v}"
     );
+    svc.stop().await;
+}
+
+/// Security: requests that present no token are refused without counting (anyone could
+/// otherwise lock the operator out), and behind a trusted proxy the lockout is keyed on the
+/// client that `X-Forwarded-For` names, so one guesser does not lock out everyone behind the
+/// proxy, and a forged header from an untrusted peer changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lockout_counts_presented_tokens_per_client_behind_a_trusted_proxy() {
+    let svc = service(|c| {
+        with_token(c);
+        c.http.trusted_proxies = vec!["127.0.0.1".parse().expect("proxy")];
+    })
+    .await;
+    let get = |xff: &str, token: Option<&str>| {
+        let mut r = svc
+            .http
+            .get(admin_url(&svc, "/plugins"))
+            .header("x-forwarded-for", xff);
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        async move { r.send().await.expect("send").status().as_u16() }
+    };
+    // Many requests with no token from the operator's own address: never a lockout.
+    for _ in 0..3 * brainscan::lockout::MAX_FAILURES {
+        assert_eq!(get("198.51.100.1", None).await, 401);
+    }
+    assert_eq!(get("198.51.100.1", Some(TOKEN)).await, 200);
+    // A guesser behind the same proxy locks out only itself.
+    for attempt in 0..brainscan::lockout::MAX_FAILURES {
+        assert_eq!(
+            get("203.0.113.66", Some(&format!("guess-{attempt}"))).await,
+            401
+        );
+    }
+    assert_eq!(get("203.0.113.66", Some(TOKEN)).await, 429);
+    assert_eq!(get("198.51.100.1", Some(TOKEN)).await, 200);
+    // A forged entry on the left does not move the guesser to another bucket.
+    assert_eq!(get("198.51.100.1, 203.0.113.66", Some("guess")).await, 429);
+    svc.stop().await;
+}
+
+/// Security: with an admin token and no operations address, the admin API is not on the
+/// public address unless the operator asks for it there (404, the same as no admin API).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_api_stays_off_the_public_address_by_default() {
+    let svc = service(|c| c.plugins.admin_token = Some(TOKEN.into())).await;
+    let (s, v) = call(svc.http.get(admin_url(&svc, "/plugins")).bearer_auth(TOKEN)).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
     svc.stop().await;
 }

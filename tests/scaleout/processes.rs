@@ -104,6 +104,7 @@ impl Cluster {
                 "BRAINSCAN_ADMIN_TOKEN",
                 "admin-secret-for-the-scale-out-test-0123",
             )
+            .env("BRAINSCAN_ADMIN_ON_PUBLIC_LISTENER", "yes")
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).expect("log file"))
             .spawn()

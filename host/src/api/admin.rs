@@ -31,12 +31,22 @@ impl FromRequestParts<Arc<App>> for Admin {
         else {
             return Err(ApiError::not_found("this endpoint"));
         };
-        // Behind the connection layer every request carries its peer; a router driven
-        // directly (unit tests) has none and shares one bucket.
-        let peer = parts
-            .extensions
-            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-            .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
+        let presented = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|h| h.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .filter(|t| !t.is_empty());
+        // A request with no token guesses nothing: it is refused without counting, so that
+        // nobody can lock the operator out by sending empty requests.
+        let Some(presented) = presented else {
+            return Err(unauthorized());
+        };
+        // The client's address, read through trusted proxies only: behind a proxy every
+        // peer is the proxy, and one guesser would lock out everyone.
+        let peer = super::client_addr::of_request(parts, &app.config.http.trusted_proxies);
         let now = std::time::Instant::now();
         if let Some(wait) = app.admin_lockout.locked_out(peer, now) {
             let mut e = ApiError::rate_limited(wait);
@@ -46,26 +56,22 @@ impl FromRequestParts<Arc<App>> for Admin {
             );
             return Err(e);
         }
-        let presented = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|h| h.trim().split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim());
-        let ok = presented.is_some_and(|t| bool::from(t.as_bytes().ct_eq(expected.as_bytes())));
-        if !ok {
+        if !bool::from(presented.as_bytes().ct_eq(expected.trim().as_bytes())) {
             app.admin_lockout.failed(peer, now);
             tracing::warn!(%peer, "failed admin authentication");
-            return Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "the admin API needs `Authorization: Bearer <BRAINSCAN_ADMIN_TOKEN>`",
-            ));
+            return Err(unauthorized());
         }
         app.admin_lockout.succeeded(peer);
         Ok(Self(registry.clone()))
     }
+}
+
+fn unauthorized() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "the admin API needs `Authorization: Bearer <BRAINSCAN_ADMIN_TOKEN>`",
+    )
 }
 
 fn registry_error(e: RegistryError) -> ApiError {

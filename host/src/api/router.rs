@@ -89,7 +89,8 @@ async fn record_metrics(State(_app): State<Arc<App>>, request: Request, next: Ne
 /// Which routes one listener serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Surface {
-    /// Everything on one address: the public API, `/admin/v1` and `/metrics` (the default).
+    /// Everything on one address: the public API and `/metrics` (the default), and
+    /// `/admin/v1` only with `BRAINSCAN_ADMIN_ON_PUBLIC_LISTENER`.
     All,
     /// The public API only (with `/healthz` and `/readyz`), when `BRAINSCAN_OPS_LISTEN` moves
     /// the operator routes to their own address.
@@ -174,7 +175,16 @@ pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
             .layer(middleware::from_fn_with_state(app.clone(), mcp_gate));
         routes = routes.merge(mcp);
     }
-    if serves_api && surface != Surface::Public {
+    // With an admin token set, the admin API stays off the public address unless the
+    // operator asks for it there explicitly: anyone who can reach it can try tokens.
+    let admin_here = match surface {
+        Surface::Operations => true,
+        Surface::Public => false,
+        Surface::All => {
+            app.config.plugins.admin_token.is_none() || app.config.http.admin_on_public_listener
+        }
+    };
+    if serves_api && admin_here {
         routes = routes.nest("/admin/v1", admin);
     }
     if surface != Surface::Public {
