@@ -41,6 +41,8 @@ pub struct App {
     pub rendered: crate::body_cache::RenderedScans,
     /// This process's scratch folder (downloads, renders), outside the data folder.
     pub scratch: crate::scratch::Scratch,
+    /// Artifact responses streaming now (`BRAINSCAN_ARTIFACT_CONCURRENCY`).
+    pub artifact_slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl App {
@@ -110,6 +112,9 @@ impl App {
                 std::env::temp_dir().display()
             )
         })?;
+        let artifact_slots = Arc::new(tokio::sync::Semaphore::new(
+            config.artifacts.artifact_concurrency.max(1),
+        ));
         Ok(Arc::new(Self {
             recall,
             config,
@@ -126,6 +131,7 @@ impl App {
             limiter,
             admin_lockout: crate::lockout::Lockout::default(),
             probe_slots,
+            artifact_slots,
             scratch,
         }))
     }

@@ -134,7 +134,35 @@ impl Artifacts {
         Ok(())
     }
 
-    /// Reads `key` (the local route), refusing anything over [`MAX_ARTIFACT_BYTES`].
+    /// The size of `key` in bytes, from the store's metadata (nothing is read).
+    ///
+    /// # Errors
+    /// A missing object, or the store's error.
+    pub async fn size(&self, key: &str) -> anyhow::Result<u64> {
+        let path = self.path(key)?;
+        Ok(self.store.head(&path).await?.size)
+    }
+
+    /// Streams bytes `range` (inclusive start, exclusive end) of `key` from the store: a
+    /// 1-byte request reads one byte, not the whole object (a ranged get, on S3 a `Range`
+    /// request).
+    ///
+    /// # Errors
+    /// A missing object, or the store's error.
+    pub async fn stream(
+        &self,
+        key: &str,
+        range: std::ops::Range<u64>,
+    ) -> anyhow::Result<futures_util::stream::BoxStream<'static, object_store::Result<Bytes>>> {
+        let path = self.path(key)?;
+        let options = object_store::GetOptions {
+            range: Some(object_store::GetRange::Bounded(range)),
+            ..Default::default()
+        };
+        Ok(self.store.get_opts(&path, options).await?.into_stream())
+    }
+
+    /// Reads `key` whole, refusing anything over [`MAX_ARTIFACT_BYTES`].
     ///
     /// # Errors
     /// A missing or oversized object, or the store's error.

@@ -440,6 +440,11 @@ pub struct ArtifactConfig {
     /// artifact URLs of the local store. Unset: the request's `Host` header, over http.
     #[arg(long, env = "BRAINSCAN_PUBLIC_URL")]
     pub public_url: Option<String>,
+
+    /// Most artifact responses (`GET /api/v1/artifacts/…`) streaming at once; more answer
+    /// 503 `busy` with `Retry-After`.
+    #[arg(long, env = "BRAINSCAN_ARTIFACT_CONCURRENCY", default_value_t = 32)]
+    pub artifact_concurrency: usize,
 }
 
 /// Everything `brainscan serve` needs.

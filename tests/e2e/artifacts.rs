@@ -99,3 +99,101 @@ async fn without_include_fmri_nothing_is_rendered() {
     let stored = t.dir.path().join("artifacts/scans").join(&id);
     assert!(!stored.exists(), "no render stored for {id}");
 }
+
+/// Artifact downloads: a range reads and sends exactly its bytes, every response says
+/// `nosniff`, and past `BRAINSCAN_ARTIFACT_CONCURRENCY` streams a download is refused 503
+/// `busy` (with `Retry-After`) until one in progress ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn artifacts_stream_exact_ranges_with_nosniff_and_a_concurrency_cap() {
+    let t = crate::support::TestApp::start_with(
+        |c| c.artifacts.artifact_concurrency = 1,
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    // 15 MiB of a known pattern (the largest artifact is 16 MiB): more than loopback socket
+    // buffers hold, so an unread response keeps streaming.
+    let bytes: Vec<u8> = (0..15 * 1024 * 1024u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let key = "scans/scan_test/big.mp4";
+    t.app.artifacts.put(key, bytes.clone()).await.expect("put");
+    let url = t
+        .app
+        .artifacts
+        .signed_url(key, &t.base, t.app.clock.now_ms() / 1000)
+        .await
+        .expect("url");
+    let get = |range: Option<&str>| {
+        let mut r = t.http.get(&url);
+        if let Some(range) = range {
+            r = r.header("range", range);
+        }
+        r.send()
+    };
+
+    let r = get(Some("bytes=1000000-1000000")).await.expect("send");
+    assert_eq!(r.status().as_u16(), 206);
+    let h = r.headers().clone();
+    assert_eq!(
+        h["content-range"],
+        format!("bytes 1000000-1000000/{}", bytes.len()).as_str()
+    );
+    assert_eq!(h["content-length"], "1");
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    assert_eq!(h["content-type"], "video/mp4");
+    assert_eq!(
+        r.bytes().await.expect("body").as_ref(),
+        &bytes[1_000_000..=1_000_000]
+    );
+    let r = get(Some("bytes=-4096")).await.expect("send");
+    assert_eq!(r.status().as_u16(), 206);
+    assert_eq!(
+        r.bytes().await.expect("body").as_ref(),
+        &bytes[bytes.len() - 4096..]
+    );
+    let r = get(Some(&format!("bytes={}-", bytes.len())))
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 416);
+
+    // One download in progress (headers read, body not): the next is refused.
+    let first = get(None).await.expect("send");
+    assert_eq!(first.status().as_u16(), 200);
+    assert_eq!(
+        first.headers()["content-length"],
+        bytes.len().to_string().as_str()
+    );
+    let second = get(Some("bytes=0-0")).await.expect("send");
+    assert_eq!(second.status().as_u16(), 503);
+    assert_eq!(second.headers()["retry-after"], "1");
+    let v: Value = second.json().await.expect("json");
+    assert_eq!(v["error"], "busy");
+    // The first completes whole and correct, and frees its slot.
+    assert_eq!(first.bytes().await.expect("body").as_ref(), &bytes[..]);
+    let mut freed = false;
+    for _ in 0..50 {
+        if get(Some("bytes=0-0"))
+            .await
+            .expect("send")
+            .status()
+            .as_u16()
+            == 206
+        {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(freed, "the slot is released once the body is sent");
+    // Error bodies and JSON say nosniff too.
+    let (s, _) = t.get(&t.org("acme", 0).await, "/scans/scan_missing").await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let r = t
+        .http
+        .get(format!("{}/api/v1/lenses", t.base))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+    t.stop().await;
+}

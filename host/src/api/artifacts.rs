@@ -5,7 +5,9 @@
 //! service on S3 hands out bucket URLs and refuses every URL here.
 //!
 //! Single byte ranges (`Range: bytes=a-b`, `bytes=a-`, `bytes=-n`) are answered 206 with
-//! `Content-Range`: a browser's `<video>` can only seek in a file served this way.
+//! `Content-Range`: a browser's `<video>` can only seek in a file served this way. Only the
+//! bytes asked for are read from the store, streamed, and at most
+//! `BRAINSCAN_ARTIFACT_CONCURRENCY` responses stream at once (503 `busy` past that).
 
 use std::sync::Arc;
 
@@ -14,9 +16,11 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
+use futures_util::StreamExt;
+
 use super::ApiError;
 use crate::app::App;
-use crate::artifacts::UrlError;
+use crate::artifacts::{MAX_ARTIFACT_BYTES, UrlError};
 
 #[derive(Debug, Deserialize)]
 pub struct SignedQuery {
@@ -74,10 +78,27 @@ pub async fn get_artifact(
             };
             ApiError::new(StatusCode::FORBIDDEN, code, e.to_string())
         })?;
-    let bytes = app.artifacts.get(&key).await.map_err(|e| {
+    // A bounded number of artifact responses stream at once; each holds its permit until
+    // its body has been sent (or the client has gone).
+    let Ok(permit) = app.artifact_slots.clone().try_acquire_owned() else {
+        let mut e = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            "too many artifact downloads are in progress; retry shortly",
+        );
+        e.retry_after = Some(1);
+        return Err(e);
+    };
+    let unreadable = |e: anyhow::Error| {
         tracing::warn!(key, error = %e, "signed artifact unreadable");
         ApiError::not_found("artifact")
-    })?;
+    };
+    let len = app.artifacts.size(&key).await.map_err(unreadable)?;
+    if len > MAX_ARTIFACT_BYTES as u64 {
+        return Err(unreadable(anyhow::anyhow!(
+            "larger than {MAX_ARTIFACT_BYTES} bytes"
+        )));
+    }
     let content_type = if key.ends_with(".png") {
         "image/png"
     } else if key.ends_with(".mp4") {
@@ -85,7 +106,6 @@ pub async fn get_artifact(
     } else {
         "application/octet-stream"
     };
-    let len = bytes.len() as u64;
     let common = [
         (header::CONTENT_TYPE, content_type.to_owned()),
         // The link itself expires; caches must not outlive it.
@@ -93,16 +113,9 @@ pub async fn get_artifact(
         (header::ACCEPT_RANGES, "bytes".to_owned()),
     ];
     let asked = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
-    match byte_range(asked, len) {
-        None => Ok((common, bytes).into_response()),
-        Some(Ok((start, end))) => {
-            let part = bytes.slice(start as usize..=end as usize);
-            let mut r = (StatusCode::PARTIAL_CONTENT, common, part).into_response();
-            if let Ok(v) = format!("bytes {start}-{end}/{len}").parse() {
-                r.headers_mut().insert(header::CONTENT_RANGE, v);
-            }
-            Ok(r)
-        }
+    let (status, start, end) = match byte_range(asked, len) {
+        None => (StatusCode::OK, 0, len),
+        Some(Ok((start, last))) => (StatusCode::PARTIAL_CONTENT, start, last + 1),
         Some(Err(())) => {
             let mut r = ApiError::new(
                 StatusCode::RANGE_NOT_SATISFIABLE,
@@ -113,9 +126,32 @@ pub async fn get_artifact(
             if let Ok(v) = format!("bytes */{len}").parse() {
                 r.headers_mut().insert(header::CONTENT_RANGE, v);
             }
-            Ok(r)
+            return Ok(r);
         }
+    };
+    let body = if start == end {
+        axum::body::Body::empty()
+    } else {
+        let stream = app
+            .artifacts
+            .stream(&key, start..end)
+            .await
+            .map_err(unreadable)?;
+        axum::body::Body::from_stream(stream.map(move |chunk| {
+            let _held = &permit;
+            chunk
+        }))
+    };
+    let mut r = (status, common, body).into_response();
+    if let Ok(v) = (end - start).to_string().parse() {
+        r.headers_mut().insert(header::CONTENT_LENGTH, v);
     }
+    if status == StatusCode::PARTIAL_CONTENT
+        && let Ok(v) = format!("bytes {start}-{}/{len}", end - 1).parse()
+    {
+        r.headers_mut().insert(header::CONTENT_RANGE, v);
+    }
+    Ok(r)
 }
 
 #[cfg(test)]

@@ -86,6 +86,16 @@ async fn record_metrics(State(_app): State<Arc<App>>, request: Request, next: Ne
     response
 }
 
+/// `X-Content-Type-Options: nosniff` on every response: a browser must take an artifact, a
+/// JSON body or an error for the type it is served as, never guess HTML or script from it.
+async fn no_sniffing(mut response: axum::response::Response) -> axum::response::Response {
+    response
+        .headers_mut()
+        .entry(http::header::X_CONTENT_TYPE_OPTIONS)
+        .or_insert(http::HeaderValue::from_static("nosniff"));
+    response
+}
+
 /// Which routes one listener serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Surface {
@@ -197,6 +207,7 @@ pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(app.clone(), record_metrics))
+        .layer(middleware::map_response(no_sniffing))
         .layer(
             ServiceBuilder::new()
                 .layer(SetSensitiveRequestHeadersLayer::new([http::header::AUTHORIZATION]))
