@@ -1,6 +1,8 @@
 //! When a scan is charged: at the first moment its completed result leaves the service, by
-//! any route — `GET /scans/{id}`, a webhook delivery, or `POST /analyze`. Each route calls
-//! [`on_release`] before the result goes out; `Db::settle_scan` claims the scan, so of any
+//! any route — `GET /scans/{id}`, a webhook delivery the receiver accepted (2xx), `GET /compare`
+//! or `POST /analyze` once it has succeeded. Each route calls
+//! [`on_release`] as the result goes out (a webhook once the receiver has accepted it, the
+//! analysis block once it has been computed); `Db::settle_scan` claims the scan, so of any
 //! number of racing routes exactly one charges. The list shows a completed scan's summary only
 //! once it is charged, so no route reads a result for free.
 

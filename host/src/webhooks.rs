@@ -92,19 +92,6 @@ pub async fn deliver(app: &Arc<App>, job: &ClaimedJob) -> Result<(), StageError>
         .get_scan(&payload.org_id, &payload.scan_id)
         .await
         .map_err(|e| internal(e.to_string()))?;
-    // The body is the whole result: it leaves the service here, so an unfetched scan is
-    // charged now (once, whichever route releases it first; see crate::charge).
-    if row.status == "complete" && row.charged_at.is_none() {
-        crate::charge::on_release(
-            &app.db,
-            &payload.org_id,
-            &payload.scan_id,
-            app.clock.now(),
-            "webhook",
-        )
-        .await
-        .map_err(|e| internal(e.to_string()))?;
-    }
     let mut view = crate::api::views::scan_view(&row).map_err(|e| internal(e.to_string()))?;
     // No request here: the link needs the configured public URL (or S3), else it is null.
     let base = crate::api::views::public_base(app, None);
@@ -151,6 +138,22 @@ pub async fn deliver(app: &Arc<App>, job: &ClaimedJob) -> Result<(), StageError>
         Ok(code) if (200..300).contains(&code) => {
             metrics::counter!("brainscan_webhook_deliveries_total", "outcome" => "delivered")
                 .increment(1);
+            // The body is the whole result, and the receiver has accepted it: an unfetched
+            // scan is charged now (once, whichever route releases it first; see
+            // crate::charge). Attempts that were refused or failed charged nothing. If the
+            // charge cannot be written, the delivery is retried under the same webhook-id,
+            // which receivers de-duplicate.
+            if row.status == "complete" && row.charged_at.is_none() {
+                crate::charge::on_release(
+                    &app.db,
+                    &payload.org_id,
+                    &payload.scan_id,
+                    app.clock.now(),
+                    "webhook",
+                )
+                .await
+                .map_err(|e| internal(e.to_string()))?;
+            }
             Ok(())
         }
         Ok(code) => {

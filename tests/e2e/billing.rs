@@ -341,3 +341,72 @@ async fn completed_bodies_are_cached_after_the_charge_and_never_before() {
     assert_eq!(money(&t.wallet(&org).await).3, 4, "charged once");
     t.stop().await;
 }
+
+/// Billing: a route that fails charges nothing. `GET /compare` with a missing or unfinished
+/// `b` leaves `a` uncharged (both are looked up before either is settled), and `POST
+/// /analyze` that cannot produce its block leaves the scan uncharged.
+#[tokio::test]
+async fn compare_and_analyze_charge_only_when_they_answer() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let scan = |lenses: Value| {
+        let t = &t;
+        let org = &org;
+        async move {
+            let (s, b) = t.submit(org, "clip.mp4", json!({ "lenses": lenses })).await;
+            assert_eq!(s.as_u16(), 202, "{b}");
+            let id = b["scan_id"].as_str().expect("id").to_owned();
+            assert_eq!(t.wait_final(&id).await, "complete");
+            id
+        }
+    };
+    let charged = |id: String| {
+        let t = &t;
+        async move {
+            t.app
+                .db
+                .get_scan_by_id(&id)
+                .await
+                .expect("scan")
+                .charged_at
+                .is_some()
+        }
+    };
+    let a = scan(json!(["attention"])).await;
+    let (s, r) = t
+        .get(
+            &org,
+            &format!("/compare?a={a}&b=qualia_run_missing0000000000"),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 404, "{r}");
+    assert!(!charged(a.clone()).await, "a missing b charged a");
+    // b not finished yet (its media still downloading): 409, and still nothing charged.
+    let (_, running) = t
+        .submit_url(&org, "video", &t.media.url("/slow/clip.mp4"))
+        .await;
+    let b = running["scan_id"].as_str().expect("id").to_owned();
+    let (s, r) = t.get(&org, &format!("/compare?a={a}&b={b}")).await;
+    assert_eq!(
+        (s.as_u16(), r["error"].as_str()),
+        (409, Some("scan_not_complete"))
+    );
+    assert!(!charged(a.clone()).await, "an unfinished b charged a");
+
+    let (s, r) = t.post(&org, "/analyze", &json!({"scan_id": a})).await;
+    assert_eq!(
+        (s.as_u16(), r["error"].as_str()),
+        (422, Some("manipulation_not_scored"))
+    );
+    assert!(
+        !charged(a.clone()).await,
+        "a failed /analyze charged the scan"
+    );
+
+    // Both complete: each charged once, by the comparison.
+    let c = scan(json!(["attention"])).await;
+    let (s, r) = t.get(&org, &format!("/compare?a={a}&b={c}")).await;
+    assert_eq!(s.as_u16(), 200, "{r}");
+    assert!(charged(a).await && charged(c).await);
+    t.stop().await;
+}

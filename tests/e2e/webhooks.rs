@@ -87,3 +87,75 @@ async fn completed_scan_is_posted_signed_and_retried() {
     assert_eq!(t.app.db.charge_count(&id).await.expect("count"), 1);
     t.stop().await;
 }
+
+/// Billing: a webhook charges the scan only once the receiver accepts it (2xx). Every
+/// attempt refused leaves the wallet untouched; the first accepted one charges, once.
+#[tokio::test]
+async fn a_webhook_charges_only_when_the_receiver_accepts_it() {
+    let t = TestApp::start_with(
+        |c| c.webhook.webhook_max_attempts = 3,
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    let org = t.org("acme", 10_000).await;
+    let before = t.wallet(&org).await;
+    // Every attempt answered 500.
+    t.media.state.hook_status.store(500, Ordering::SeqCst);
+    let (s, b) = t
+        .submit_tone(&org, json!({"webhook_url": t.media.url("/hook")}))
+        .await;
+    assert_eq!(s.as_u16(), 202, "{b}");
+    let id = b["scan_id"].as_str().expect("id").to_owned();
+    assert_eq!(t.wait_final(&id).await, "complete");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let jobs = t.app.db.deliveries_for_scan(&id).await.expect("deliveries");
+        if jobs.len() >= 3 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "3 attempts expected"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let row = t.app.db.get_scan_by_id(&id).await.expect("scan");
+    assert!(
+        row.charged_at.is_none(),
+        "three refused deliveries charged the scan"
+    );
+    let after = t.wallet(&org).await;
+    assert_eq!(
+        after["deposit_balance_usd"], before["deposit_balance_usd"],
+        "{after}"
+    );
+    assert_eq!(
+        after["free_credit_remaining_usd"], before["free_credit_remaining_usd"],
+        "{after}"
+    );
+
+    // A second scan whose receiver accepts: charged once, by the webhook.
+    t.media.state.hook_status.store(0, Ordering::SeqCst);
+    let (_, b) = t
+        .submit_tone(&org, json!({"webhook_url": t.media.url("/hook")}))
+        .await;
+    let id = b["scan_id"].as_str().expect("id").to_owned();
+    assert_eq!(t.wait_final(&id).await, "complete");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while t
+        .app
+        .db
+        .get_scan_by_id(&id)
+        .await
+        .expect("scan")
+        .charged_at
+        .is_none()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "an accepted webhook charges"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    t.stop().await;
+}

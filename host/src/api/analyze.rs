@@ -68,9 +68,10 @@ pub async fn analyze(
     Authed(caller): Authed,
     ApiJson(body): ApiJson<AnalyzeBody>,
 ) -> Result<Json<AnalyzeResponse>, ApiError> {
-    // The block is part of the result: reading it is a release like a GET (charged once).
-    let result =
-        super::scans::released_result(&app, &caller.org_id, &body.scan_id, "analyze", |status| {
+    // The block is part of the result: reading it is a release like a GET (charged once),
+    // settled only once the block has been computed, so a failing plugin charges nothing.
+    let (result, charged) =
+        super::scans::complete_result(&app, &caller.org_id, &body.scan_id, |status| {
             format!("the scan is {status}; analyze needs a complete scan")
         })
         .await?;
@@ -95,6 +96,9 @@ pub async fn analyze(
             None,
         ),
     };
+    if !charged {
+        super::scans::settle(&app, &caller.org_id, &body.scan_id, "analyze").await?;
+    }
     Ok(Json(AnalyzeResponse {
         scan_id: body.scan_id,
         result: AnalyzeResult { manipulation },

@@ -103,14 +103,21 @@ pub async fn compare(
             .ok_or_else(|| ApiError::invalid(field, format!("{field} (a scan_id) is required")))
     };
     let (a_id, b_id) = (id(params.a, "a")?, id(params.b, "b")?);
-    let a = completed(&app, &caller.org_id, &a_id).await?;
-    let b = completed(&app, &caller.org_id, &b_id).await?;
+    // Both are looked up before either is charged: a missing or unfinished `b` must not
+    // leave `a` charged for an answer the client never gets.
+    let (a, a_charged) = completed(&app, &caller.org_id, &a_id).await?;
+    let (b, b_charged) = completed(&app, &caller.org_id, &b_id).await?;
+    for (id, charged) in [(&a_id, a_charged), (&b_id, b_charged)] {
+        if !charged {
+            super::scans::settle(&app, &caller.org_id, id, "compare").await?;
+        }
+    }
     Ok(Json(comparison(&a_id, &a, &b_id, &b)))
 }
 
-/// A complete scan of `org_id`, charged if this is the first time its result leaves.
-async fn completed(app: &App, org_id: &str, scan_id: &str) -> Result<ScanResult, ApiError> {
-    super::scans::released_result(app, org_id, scan_id, "compare", |status| {
+/// A complete scan of `org_id`, not charged yet, and whether it was charged before.
+async fn completed(app: &App, org_id: &str, scan_id: &str) -> Result<(ScanResult, bool), ApiError> {
+    super::scans::complete_result(app, org_id, scan_id, |status| {
         format!("scan {scan_id} is {status}; compare needs complete scans")
     })
     .await

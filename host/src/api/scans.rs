@@ -725,13 +725,12 @@ pub async fn cancel_scan(
     Ok(Json(views::scan_view(&row).map_err(ApiError::internal)?))
 }
 
-/// The stored result of a complete scan of `org_id`, released: a scan not yet charged is
-/// charged here, once, as its first `GET` would be (`route` names the route in the charge
-/// metric). Shared by the routes that hand out part of a result (`/analyze`, `/compare`).
+/// A complete scan's result, charged if this is the first time its result leaves (by
+/// `route`). For routes that return nothing else; a route that can still fail after reading
+/// the result uses [`complete_result`] and [`settle`] once it has succeeded.
 ///
 /// # Errors
-/// 404 for an id that is not the organisation's; 409 `scan_not_complete` with `not_complete`
-/// as the message when the scan has no result yet.
+/// As [`complete_result`], and the charge's database error.
 pub async fn released_result(
     app: &App,
     org_id: &str,
@@ -739,6 +738,23 @@ pub async fn released_result(
     route: &'static str,
     not_complete: impl FnOnce(&str) -> String,
 ) -> Result<crate::result::ScanResult, ApiError> {
+    let (result, charged) = complete_result(app, org_id, scan_id, not_complete).await?;
+    if !charged {
+        settle(app, org_id, scan_id, route).await?;
+    }
+    Ok(result)
+}
+
+/// A complete scan's result, not charged, and whether it has been charged already.
+///
+/// # Errors
+/// 404 for another organisation's or a missing scan, 409 `scan_not_complete`.
+pub async fn complete_result(
+    app: &App,
+    org_id: &str,
+    scan_id: &str,
+    not_complete: impl FnOnce(&str) -> String,
+) -> Result<(crate::result::ScanResult, bool), ApiError> {
     if !ids::looks_like_scan_id(scan_id) {
         return Err(ApiError::not_found("the scan"));
     }
@@ -759,8 +775,20 @@ pub async fn released_result(
         ));
     };
     let result = serde_json::from_str(json).map_err(ApiError::internal)?;
-    if row.charged_at.is_none() {
-        crate::charge::on_release(&app.db, org_id, scan_id, app.clock.now(), route).await?;
-    }
-    Ok(result)
+    Ok((result, row.charged_at.is_some()))
+}
+
+/// Charges a complete scan whose result is leaving by `route` now (once; see
+/// [`crate::charge`]).
+///
+/// # Errors
+/// The charge's database error: the result must not be released then.
+pub async fn settle(
+    app: &App,
+    org_id: &str,
+    scan_id: &str,
+    route: &'static str,
+) -> Result<(), ApiError> {
+    crate::charge::on_release(&app.db, org_id, scan_id, app.clock.now(), route).await?;
+    Ok(())
 }
