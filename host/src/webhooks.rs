@@ -125,7 +125,12 @@ pub async fn deliver(app: &Arc<App>, job: &ClaimedJob) -> Result<(), StageError>
         scan_id: payload.scan_id.clone(),
         org_id: payload.org_id.clone(),
         message_id: payload.message_id.clone(),
-        url: payload.url.clone(),
+        // The record (read by operators, printed by the CLI) keeps no query: it can hold the
+        // receiver's token. The job keeps the whole URL to deliver to.
+        url: url::Url::parse(&payload.url).map_or_else(
+            |_| payload.url.clone(),
+            |u| crate::media::fetch::without_query(&u),
+        ),
         attempt: job.attempts,
         status_code,
         error,

@@ -159,3 +159,44 @@ async fn a_webhook_charges_only_when_the_receiver_accepts_it() {
     }
     t.stop().await;
 }
+
+/// Security: a webhook URL's query (often the receiver's token) is delivered to, but not
+/// kept in the delivery records that operators read and the CLI prints.
+#[tokio::test]
+async fn delivery_records_keep_no_webhook_query() {
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let hook = format!("{}?token=receiver-secret-123", t.media.url("/hook"));
+    let (s, b) = t.submit_tone(&org, json!({"webhook_url": hook})).await;
+    assert_eq!(s.as_u16(), 202, "{b}");
+    let id = b["scan_id"].as_str().expect("id").to_owned();
+    assert_eq!(t.wait_final(&id).await, "complete");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let deliveries = loop {
+        let d = t.app.db.deliveries_for_scan(&id).await.expect("deliveries");
+        if !d.is_empty() {
+            break d;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no delivery recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        deliveries[0].status_code,
+        Some(200),
+        "delivered with its query"
+    );
+    assert!(
+        !deliveries[0].url.contains("receiver-secret"),
+        "{}",
+        deliveries[0].url
+    );
+    assert!(
+        deliveries[0].url.ends_with("/hook?…"),
+        "{}",
+        deliveries[0].url
+    );
+    t.stop().await;
+}

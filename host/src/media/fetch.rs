@@ -138,7 +138,7 @@ fn classify(e: &reqwest::Error) -> FetchError {
     while let Some(s) = source {
         let part = s.to_string();
         // The resolver's refusal surfaces as a connect error whose chain carries it.
-        if part.contains("resolves to a refused address") {
+        if part.contains(super::guard::NOT_PUBLIC) {
             return FetchError::Refused(part);
         }
         text = format!("{text}: {part}");

@@ -153,6 +153,16 @@ fn classify_v6(ip: Ipv6Addr) -> Option<&'static str> {
         return classify_v4(v4);
     }
     let s = ip.segments();
+    // IPv4-translated ::ffff:0:a.b.c.d (SIIT, RFC 6145): a translator's address, never a
+    // public destination of its own.
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        return Some("IPv4-translated (::ffff:0:0/96)");
+    }
+    // Local-use NAT64 64:ff9b:1::/48 (RFC 8215) reaches the IPv4 address it embeds in its
+    // last 32 bits (the /96 form, as in 64:ff9b::/96): judged by that address.
+    if s[..3] == [0x64, 0xff9b, 0x0001] {
+        return classify_v4(Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7])));
+    }
     if s[..6] == [0, 0, 0, 0, 0, 0] {
         return classify_v4(Ipv4Addr::from(((s[6] as u32) << 16) | s[7] as u32))
             .or(Some("IPv4-compatible"));
@@ -173,6 +183,10 @@ fn classify_v6(ip: Ipv6Addr) -> Option<&'static str> {
     })
 }
 
+/// The resolver's one refusal, after the host name: for names that do not resolve and names
+/// that resolve to a refused address alike.
+pub const NOT_PUBLIC: &str = "does not resolve to a public address";
+
 /// A DNS resolver for reqwest that refuses a name if any of its addresses is refused, and
 /// hands reqwest only the addresses it checked — so what was checked is what is connected to
 /// (no second lookup an attacker's DNS could answer differently).
@@ -192,19 +206,28 @@ impl reqwest::dns::Resolve for GuardedResolver {
         let exempt = self.exempt.clone();
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let addrs: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            // One message whether the name does not resolve or resolves to a refused
+            // address: a client must not learn which internal names exist (or where they
+            // point) from how a fetch fails. The reason goes to the operator's log only.
+            let refused = || format!("{host} {NOT_PUBLIC}").into();
+            let addrs: Vec<SocketAddr> = match tokio::net::lookup_host((host.as_str(), 0)).await {
+                Ok(addrs) => addrs.collect(),
+                Err(e) => {
+                    tracing::debug!(host, error = %e, "name did not resolve");
+                    return Err(refused());
+                }
+            };
             if addrs.is_empty() {
-                return Err(format!("{host} did not resolve").into());
+                tracing::debug!(host, "name resolved to no address");
+                return Err(refused());
             }
             for addr in &addrs {
                 if exempt.contains(&addr.ip()) || policy.check_ip(addr.ip()).is_ok() {
                     continue;
                 }
-                // The range only: the message reaches clients (and logs), and the address a
-                // name resolves to inside the operator's network is not theirs to learn.
                 let range = classify(addr.ip()).unwrap_or("refused");
-                return Err(format!("{host} resolves to a refused address ({range})").into());
+                tracing::debug!(host, range, "name resolves to a refused address");
+                return Err(refused());
             }
             let addrs: reqwest::dns::Addrs = Box::new(addrs.into_iter());
             Ok(addrs)
@@ -223,6 +246,8 @@ mod tests {
             "93.184.216.34",
             "8.8.8.8",
             "2606:4700:4700::1111",
+            // Local-use NAT64 to a public IPv4 address.
+            "64:ff9b:1::808:808",
             "172.32.0.1",
             "100.128.0.1",
         ] {
@@ -249,6 +274,12 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
             "64:ff9b::a9fe:a9fe",
+            // IPv4-translated, and local-use NAT64 embedding a refused address.
+            "::ffff:0:808:808",
+            "::ffff:0:a00:1",
+            "64:ff9b:1::a9fe:a9fe",
+            "64:ff9b:1::7f00:1",
+            "64:ff9b:1::a00:1",
             "::127.0.0.1",
             "2001:db8::1",
             "fd00:ec2::254",
@@ -310,11 +341,13 @@ mod tests {
             panic!("localhost resolved although loopback is refused");
         };
         let text = e.to_string();
-        assert!(text.contains("loopback"), "{text}");
-        assert!(
-            !text.contains("127.0.0.1") && !text.contains("::1"),
-            "{text}"
-        );
+        assert_eq!(text, format!("localhost {NOT_PUBLIC}"));
+        // A name that does not resolve at all reads the same: no map of internal names.
+        let name: reqwest::dns::Name = "no-such-host.invalid".parse().expect("name");
+        let Err(e) = resolver.resolve(name).await else {
+            panic!("an .invalid name resolved");
+        };
+        assert_eq!(e.to_string(), format!("no-such-host.invalid {NOT_PUBLIC}"));
         // The same name resolves in the client for the port its address is allowed on.
         let allowed = GuardedResolver {
             policy: Arc::new(AddressPolicy::default()),

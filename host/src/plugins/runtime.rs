@@ -203,9 +203,11 @@ impl bindings::lens::brainscan::analysis::host::Host for HostState {
         while !message.is_char_boundary(cut) {
             cut -= 1;
         }
-        let line = &message[..cut];
+        // A plugin's text must not forge log lines or drive a terminal: newlines, escape
+        // sequences and other control characters are written as escapes.
+        let line = escape_controls(&message[..cut]);
         self.log_lines += 1;
-        self.log_bytes += line.len();
+        self.log_bytes += cut;
         let plugin = self.plugin.as_str();
         match level {
             Level::Debug => tracing::debug!(plugin, "{line}"),
@@ -214,6 +216,25 @@ impl bindings::lens::brainscan::analysis::host::Host for HostState {
             Level::Error => tracing::error!(plugin, "{line}"),
         }
     }
+}
+
+/// `text` with every control character (newline, carriage return, ESC, DEL, C1…) written as
+/// its Rust escape (`\n`, `\u{1b}`), so one plugin log call is one log line of plain text.
+fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
 }
 
 /// A component ready to instantiate, for the world it targets.
@@ -919,4 +940,19 @@ fn deserialize(engine: &Engine, compiled: &[u8]) -> wasmtime::Result<Component> 
     // the data folder) whose SHA-256 sidecar matched just before this call; the file name
     // carries the engine's compatibility hash, and wasmtime checks it again on load.
     unsafe { Component::deserialize(engine, compiled) }
+}
+
+#[cfg(test)]
+mod control_tests {
+    use super::escape_controls;
+
+    /// Security: a plugin cannot forge a second log line or send terminal escapes.
+    #[test]
+    fn plugin_log_lines_escape_control_characters() {
+        assert_eq!(escape_controls("plain text, é"), "plain text, é");
+        assert_eq!(
+            escape_controls("ok\nERROR forged line\r\u{1b}[2J\u{7f}\u{85}"),
+            "ok\\nERROR forged line\\r\\u{1b}[2J\\u{7f}\\u{85}"
+        );
+    }
 }
