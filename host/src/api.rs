@@ -10,6 +10,7 @@ pub mod console;
 pub mod error;
 pub mod extract;
 pub mod health;
+pub mod host_check;
 pub mod intelligence;
 pub mod lenses;
 pub mod openapi;

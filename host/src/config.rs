@@ -288,6 +288,13 @@ pub struct HttpConfig {
     #[arg(long, env = "BRAINSCAN_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<TrustedProxy>,
 
+    /// Host names a request may name in its `Host` header, besides any IP address,
+    /// `localhost` and the host of `BRAINSCAN_PUBLIC_URL` (comma-separated; `*` turns the
+    /// check off). Any other name is answered 421: a web page that rebinds its own name to
+    /// this service's address cannot read it.
+    #[arg(long, env = "BRAINSCAN_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
+
     /// Serve `/admin/v1` on the public address even though an admin token is set and there is
     /// no `BRAINSCAN_OPS_LISTEN`. Off by default: the admin API then answers only on the
     /// operations address, never where the public can reach it.

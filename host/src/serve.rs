@@ -185,6 +185,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             "--role worker with --workers 0 would run nothing; give it at least one worker"
         );
     }
+    if config.artifacts.public_url.is_none() && !config.http.listen.ip().is_loopback() {
+        tracing::warn!(
+            listen = %config.http.listen,
+            "BRAINSCAN_PUBLIC_URL is not set: signed artifact links take the request's Host header, and requests that name a host other than an IP address or localhost are refused (421); set BRAINSCAN_PUBLIC_URL (and BRAINSCAN_ALLOWED_HOSTS for other names)"
+        );
+    }
     // Installed before anything records: the plugin registry reports at start-up.
     crate::metrics::handle();
     let listen = config.http.listen;

@@ -287,7 +287,12 @@ async fn a_webhook_racing_fetches_charges_once() {
 /// charge. An in-flight scan is never cached, and each public base (Host) has its own body.
 #[tokio::test]
 async fn completed_bodies_are_cached_after_the_charge_and_never_before() {
-    let t = TestApp::start().await;
+    let t = TestApp::start_with(
+        // The fetches below name a host of their own.
+        |c| c.http.allowed_hosts = vec!["api.example.test".into(), "other.example.test".into()],
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
     let org = t.org("acme", 1_000).await;
     let (s, b) = t.submit_tone(&org, json!({})).await;
     assert_eq!(s.as_u16(), 202, "{b}");

@@ -89,3 +89,55 @@ async fn connections_over_the_cap_wait_until_one_closes() {
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     t.stop().await;
 }
+
+/// Security (DNS rebinding): a request that names a host the service does not answer for is
+/// refused 421 on every route but `/healthz`; IP literals, `localhost`, the public URL's host
+/// and configured names are served.
+#[tokio::test]
+async fn requests_for_unknown_host_names_are_refused() {
+    let t = TestApp::start_with(
+        |c| {
+            c.artifacts.public_url = Some("https://scan.example.com".into());
+            c.http.allowed_hosts = vec!["api.internal".into()];
+        },
+        Arc::new(FixtureAnalyzer),
+    )
+    .await;
+    let status = |path: &'static str, host: &'static str| {
+        let (http, url) = (t.http.clone(), format!("{}{path}", t.base));
+        async move {
+            http.get(url)
+                .header("host", host)
+                .send()
+                .await
+                .expect("send")
+        }
+    };
+    for host in [
+        "attacker.example",
+        "attacker.example:8080",
+        "localhost.attacker.example",
+    ] {
+        for path in ["/metrics", "/readyz", "/api/v1/lenses"] {
+            let r = status(path, host).await;
+            assert_eq!(r.status().as_u16(), 421, "{host}{path}");
+            let v: serde_json::Value = r.json().await.expect("json");
+            assert_eq!(v["error"], "host_not_allowed");
+        }
+        assert_eq!(status("/healthz", host).await.status().as_u16(), 200);
+    }
+    for host in [
+        "127.0.0.1",
+        "localhost:1234",
+        "scan.example.com",
+        "API.internal",
+        "[::1]:80",
+    ] {
+        assert_eq!(
+            status("/readyz", host).await.status().as_u16(),
+            200,
+            "{host}"
+        );
+    }
+    t.stop().await;
+}
