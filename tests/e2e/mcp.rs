@@ -295,3 +295,47 @@ async fn mcp_requests_share_the_organisations_rate_limit() {
     assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
     t.stop().await;
 }
+
+/// `/mcp` has its own deadline: `get_scan` may wait up to its advertised 120 s, past the
+/// request timeout of the REST API (here 2 s), and answers with the scan's status, not 503.
+#[tokio::test]
+async fn get_scan_may_wait_past_the_rest_request_timeout() {
+    use crate::support::{FixtureAnalyzer, TestApp};
+    let t = TestApp::start_with(
+        |c| {
+            c.http.request_timeout_secs = 2;
+            // The submit's probe of the slow clip gives up within the request timeout.
+            c.fetch.probe_timeout_secs = 1;
+        },
+        std::sync::Arc::new(FixtureAnalyzer),
+    )
+    .await;
+    let org = t.org("acme", 1_000).await;
+    // Still downloading (served slowly) for the whole wait.
+    let (_, created) = t
+        .submit_url(&org, "video", &t.media.url("/slow/clip.mp4"))
+        .await;
+    let id = created["scan_id"].as_str().expect("id").to_owned();
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "get_scan", "arguments": {"scan_id": id, "wait_seconds": 4}}});
+    let started = std::time::Instant::now();
+    let r = t
+        .http
+        .post(format!("{}/mcp", t.base))
+        .bearer_auth(&org.key)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-06-18")
+        .json(&call)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status().as_u16(), 200);
+    let v: Value = r.json().await.expect("json");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(3),
+        "{v}"
+    );
+    let text = v.to_string();
+    assert!(text.contains(&id) && text.contains("processing"), "{v}");
+    t.stop().await;
+}

@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::error_handling::HandleErrorLayer;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
@@ -94,6 +93,37 @@ async fn no_sniffing(mut response: axum::response::Response) -> axum::response::
         .entry(http::header::X_CONTENT_TYPE_OPTIONS)
         .or_insert(http::HeaderValue::from_static("nosniff"));
     response
+}
+
+/// How long `/mcp` may take: its longest wait (`get_scan`'s `wait_seconds`) and a margin for
+/// the read that follows. Every other route has `BRAINSCAN_REQUEST_TIMEOUT_SECS`.
+const MCP_DEADLINE: Duration = Duration::from_secs(crate::mcp::MAX_WAIT_SECONDS + 15);
+
+#[derive(Clone, Copy)]
+struct Deadlines {
+    rest: Duration,
+    mcp: Duration,
+}
+
+/// Answers 503 `timeout` when a request's handler has not answered within its deadline: the
+/// request timeout for the API, [`MCP_DEADLINE`] for `/mcp`, whose `get_scan` may wait up to
+/// [`crate::mcp::MAX_WAIT_SECONDS`] as its tool description promises.
+async fn deadline(State(limits): State<Deadlines>, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let limit = if path == "/mcp" || path.starts_with("/mcp/") {
+        limits.mcp.max(limits.rest)
+    } else {
+        limits.rest
+    };
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            "the request took too long; retry later",
+        )
+        .into_response(),
+    }
 }
 
 /// Which routes one listener serves.
@@ -221,10 +251,7 @@ pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
                 )
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
                 .layer(CatchPanicLayer::custom(panic_response))
-                .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
-                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "timeout", "the request took too long; retry later")
-                }))
-                .layer(tower::timeout::TimeoutLayer::new(timeout))
+                .layer(middleware::from_fn_with_state(Deadlines { rest: timeout, mcp: MCP_DEADLINE }, deadline))
                 .layer(axum::extract::DefaultBodyLimit::max(max_body)),
         )
         .with_state(app)
