@@ -135,14 +135,27 @@ pub async fn run_plugins(
             .unwrap_or(usize::MAX)
     });
     if let Some(plugin) = &active.moments {
-        match runtime.detect(plugin, clip, &out.series).await {
-            Ok((mut d, _)) => {
-                out.ran.push(provenance_entry(plugin));
-                d.moments.retain(|m| lenses.contains(&m.lens));
-                out.detection = Some(d);
-            }
+        // Moments and the summary speak of the requested lenses only. A basis series scored
+        // just for buy moments goes to a second call whose buy moments alone are kept, so it
+        // never reaches the summary ("buying intent averages …") or its moment count.
+        let (requested, basis): (Vec<_>, Vec<_>) = out
+            .series
+            .iter()
+            .cloned()
+            .partition(|s| lenses.contains(&s.lens));
+        let mut detection = match runtime.detect(plugin, clip, &requested).await {
+            Ok((d, _)) => d,
             Err(e) => return Err(failed(plugins, e, org).await),
+        };
+        if !basis.is_empty() {
+            match runtime.detect(plugin, clip, &basis).await {
+                Ok((b, _)) => detection.buy_moments = b.buy_moments,
+                Err(e) => return Err(failed(plugins, e, org).await),
+            }
         }
+        out.ran.push(provenance_entry(plugin));
+        detection.moments.retain(|m| lenses.contains(&m.lens));
+        out.detection = Some(detection);
     }
     out.series.retain(|s| lenses.contains(&s.lens));
     out.scored_by.retain(|lens, _| lenses.contains(lens));

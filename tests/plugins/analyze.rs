@@ -100,3 +100,47 @@ async fn analyze_reruns_the_manipulation_plugin_on_stored_networks() {
     assert_eq!(s, 404, "{e}");
     svc.stop().await;
 }
+
+/// Contract: the summary speaks only of the requested lenses. Purchase intent is scored for
+/// buy moments whenever reasons are on, but a scan that asked for attention alone gets no
+/// sentence about buying intent, and the summary's moment count is the moments it returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_summary_speaks_only_of_the_requested_lenses() {
+    let kit = crate::kit::kit(brainscan::config::PluginConfig::defaults()).await;
+    let clip = brainscan::plugins::conformance::fixture_clip(40);
+    let only = |lenses: &[&str]| {
+        let lenses: Vec<String> = lenses.iter().map(|l| (*l).to_owned()).collect();
+        let (registry, clip) = (kit.registry.clone(), clip.clone());
+        async move {
+            brainscan::analysis::score_clip(&registry, &clip, &lenses, json!({}), None, "org_test")
+                .await
+                .expect("scored")
+        }
+    };
+    let attention = only(&["attention"]).await;
+    let both = only(&["attention", "purchase_intent"]).await;
+    assert!(
+        both.summary.to_lowercase().contains("buying intent"),
+        "the fixture must give purchase intent a sentence when it is requested: {}",
+        both.summary
+    );
+    let text = attention.summary.to_lowercase();
+    assert!(
+        !text.contains("buying intent") && !text.contains("buy"),
+        "{text}"
+    );
+    assert!(attention.moments.iter().all(|m| m.lens == "attention"));
+    if let Some(count) = text
+        .split("one of ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        assert_eq!(count, attention.moments.len(), "{text}");
+    }
+    // Buy moments are still given (from the basis series), the same as when requested.
+    assert_eq!(
+        attention.buy_moments.as_ref().map(Vec::len),
+        both.buy_moments.as_ref().map(Vec::len)
+    );
+}
