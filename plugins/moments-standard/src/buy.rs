@@ -130,8 +130,12 @@ fn insight(drivers: &[&str], peak_score: f64) -> String {
         (false, true, false) => format!(
             "Viewers connect it to themselves here; personal relevance alone lifts purchase intent to {peak_score:.0}."
         ),
-        _ => format!(
+        (false, false, true) => format!(
             "Skepticism and alarm drop away here, removing the brakes on buying; purchase intent reaches {peak_score:.0}."
+        ),
+        // No driver above its clip mean: say so, rather than name one the trigger lacks.
+        (false, false, false) => format!(
+            "No single driver stands above its usual level at the peak; the networks together carry purchase intent to {peak_score:.0}."
         ),
     }
 }
@@ -180,6 +184,32 @@ pub fn windows(clip: &Clip, purchase_intent: &LensSeries) -> Option<Vec<BuyMomen
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every trigger gets an insight that names only what it lists; an empty trigger gets
+    /// one that names no driver.
+    #[test]
+    fn the_insight_names_only_the_drivers_the_trigger_lists() {
+        let all = ["reward", "personal relevance", "drop in skepticism"];
+        for mask in 0..8u8 {
+            let drivers: Vec<&str> = all
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, d)| *d)
+                .collect();
+            let text = insight(&drivers, 71.0).to_lowercase();
+            assert!(text.contains("71"), "{text}");
+            if drivers.is_empty() {
+                assert!(text.contains("no single driver"), "{text}");
+            }
+            if !drivers.contains(&"drop in skepticism") {
+                assert!(!text.contains("skepticism"), "{drivers:?}: {text}");
+            }
+            if !drivers.contains(&"reward") {
+                assert!(!text.contains("reward"), "{drivers:?}: {text}");
+            }
+        }
+    }
 
     #[test]
     fn windows_above_the_mean_with_hand_computed_ranks() {

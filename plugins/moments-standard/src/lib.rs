@@ -33,7 +33,7 @@ impl MomentsPlugin for StandardMoments {
             .iter()
             .find(|s| s.lens == "purchase_intent")
             .and_then(|pi| buy::windows(clip, pi));
-        let summary = summary::write(clip, lenses, &moments, buy.as_deref());
+        let summary = summary::write(lenses, &moments, buy.as_deref());
         Ok(Detection {
             moments,
             buy_moments: buy,

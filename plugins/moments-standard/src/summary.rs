@@ -7,7 +7,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use brainscan_sdk::text::{clip_to, clock};
-use brainscan_sdk::{BuyMoment, Clip, LensSeries, Moment, risk_band, stats};
+use brainscan_sdk::{BuyMoment, LensSeries, Moment, risk_band, stats};
 
 use crate::moments::lens_title;
 
@@ -39,8 +39,10 @@ fn lens_stats(s: &LensSeries) -> LensStats {
     }
 }
 
-fn opening(duration: f64, first: &LensStats) -> String {
-    let secs = brainscan_sdk::libm::round(duration) as u64;
+/// `seconds`: the seconds scored, which is the result's `duration_sec` (a 30.03 s clip has 31
+/// scored seconds and reads "31-second"; up to 1.1.2 it rounded the media length to 30).
+fn opening(seconds: usize, first: &LensStats) -> String {
+    let secs = seconds;
     let title = lens_title(&first.lens).to_lowercase();
     let verdict = if first.lens == "attention" {
         if first.mean >= 60.0 {
@@ -81,18 +83,14 @@ fn other_averages(others: &[(String, f64)]) -> Option<String> {
 }
 
 /// The paragraph (module docs).
-pub fn write(
-    clip: &Clip,
-    lenses: &[LensSeries],
-    moments: &[Moment],
-    buy: Option<&[BuyMoment]>,
-) -> String {
+pub fn write(lenses: &[LensSeries], moments: &[Moment], buy: Option<&[BuyMoment]>) -> String {
     let all: Vec<LensStats> = lenses.iter().map(lens_stats).collect();
     let mut parts: Vec<String> = Vec::new();
     let Some(first) = all.first() else {
         return format!("No lens was scored, so there is nothing to summarise. {CAVEAT}");
     };
-    parts.push(opening(clip.duration_sec, first));
+    let seconds = lenses.first().map_or(0, |s| s.seconds.len());
+    parts.push(opening(seconds, first));
     let others: Vec<(String, f64)> = all
         .iter()
         .skip(1)
@@ -113,7 +111,7 @@ pub fn write(
             let line = m
                 .content_line
                 .as_deref()
-                .map(|l| format!(", on \"{}\"", clip_to(l, 80)))
+                .map(|l| format!(", on {}", crate::moments::quoted(&clip_to(l, 80))))
                 .unwrap_or_default();
             parts.push(format!(
                 "The sharpest shift is {} {} {:.0} points at {}{line}{}.",
