@@ -174,14 +174,14 @@ pub async fn run_plugins(
 }
 
 /// What a low-signal result says instead of scores (documented in the README).
-pub const NOTHING_TO_READ: &str = "Nothing to read: the clip is black, silent or does not change, so the model has no signal to respond to. The per-second scores sit at the model's baseline and carry no information; there is no overall score, no moment and no manipulation read.";
+pub const NOTHING_TO_READ: &str = "Nothing to read: the clip is black, silent or does not change, so the model has no signal to respond to. The per-second scores, and the manipulation block when it was asked for, sit at the model's baseline and carry no information; there is no overall score (grade E: nothing engages) and no moment.";
 
-/// Makes a low-signal result say "nothing to read": no overall score or grade, no moments or
+/// Makes a low-signal result say "nothing to read": no overall score (grade `E`), no moments or
 /// buy moments, the summary says why. The per-second lens values stay (the timeline keeps its
 /// shape) but are described as baseline.
 pub fn nothing_to_read(result: &mut ScanResult) {
     result.overall_score = None;
-    result.grade = None;
+    result.grade = Some(crate::result::UNSCORED_GRADE.to_owned());
     result.moments.clear();
     result.buy_moments = None;
     result.summary = NOTHING_TO_READ.to_owned();
@@ -305,7 +305,11 @@ pub fn assemble(
     };
     ScanResult {
         overall_score: overall,
-        grade: overall.map(|s| result::grade_for(s).to_owned()),
+        grade: Some(
+            overall
+                .map_or(result::UNSCORED_GRADE, result::grade_for)
+                .to_owned(),
+        ),
         duration_sec,
         lenses,
         timeline,

@@ -34,6 +34,12 @@ pub fn labeled_network(raw: &str) -> &'static str {
     }
 }
 
+/// The grade of a clip that has no overall score (nothing to read, or no lens scored). The
+/// spec makes `grade` a string of its bands; `E`, the band below 45, is the true one for a
+/// clip that engages no one: a black, silent or unchanging clip gives the model nothing to
+/// respond to. Documented in the README with `low_signal`.
+pub const UNSCORED_GRADE: &str = "E";
+
 /// Letter grade for an overall score when the model gives none (spec thresholds).
 pub fn grade_for(score: f64) -> &'static str {
     if score >= 75.0 {

@@ -21,6 +21,9 @@ pub const PRICE_CENTS: i64 = 250;
 /// Longest clip accepted, in seconds (spec: 3 minutes).
 pub const MAX_DURATION_SECS: f64 = 180.0;
 
+/// How many lens names of a request are read; later ones are ignored like unknown names.
+pub const MAX_LENS_NAMES: usize = 64;
+
 /// What the client asked for, after defaults and normalisation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScanRequest {

@@ -30,6 +30,23 @@ async fn create_normalises_lenses_and_model_and_answers_202() {
         json!(["attention", "purchase_intent", "manipulation"])
     );
 
+    // A long list is capped, not refused: 100 unknown names then a known one is read as
+    // its first 64 names (all unknown), so the defaults apply; a known name first is kept.
+    let mut long: Vec<String> = (0..100).map(|i| format!("unknown{i}")).collect();
+    long.push("memory".into());
+    let (s, body) = t.submit(&org, "clip.mp4", json!({ "lenses": long })).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(
+        body["lenses"],
+        json!(["attention", "purchase_intent", "manipulation"])
+    );
+    long.insert(0, "memory".into());
+    let (s, body) = t.submit(&org, "clip.mp4", json!({ "lenses": long })).await;
+    assert_eq!(
+        (s, &body["lenses"]),
+        (StatusCode::ACCEPTED, &json!(["memory"]))
+    );
+
     // Unknown values are ignored (spec): a list with nothing else in it, or an empty one, is
     // the same as no list.
     for lenses in [json!(["emotion"]), json!([]), json!(["emotion", "bogus"])] {

@@ -530,7 +530,8 @@ fn a_low_signal_result_says_nothing_to_read() {
         transcript: Vec::new(),
     };
     brainscan::analysis::nothing_to_read(&mut r);
-    assert_eq!((r.overall_score, r.grade.as_deref()), (None, None));
+    // The spec makes grade a string: E, the band of a clip that engages no one.
+    assert_eq!((r.overall_score, r.grade.as_deref()), (None, Some("E")));
     assert!(r.moments.is_empty() && r.buy_moments.is_none());
     assert!(r.summary.starts_with("Nothing to read"), "{}", r.summary);
 }

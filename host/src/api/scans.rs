@@ -230,13 +230,13 @@ fn normalise(app: &App, body: CreateScanBody) -> Result<ScanRequest, ApiError> {
             format!("granularity must be \"second\", not {g:?}"),
         ));
     }
-    if body.lenses.as_ref().is_some_and(|l| l.len() > 64) {
-        return Err(ApiError::invalid(
-            "lenses",
-            "at most 64 lens names may be requested",
-        ));
-    }
-    let lenses = scan::normalise_lenses(body.lenses.as_deref(), &app.available_lenses());
+    // Unknown names are ignored (the spec), so a long list is capped, not refused: only the
+    // first MAX_LENS_NAMES are read (the body limit bounds the list in the first place).
+    let requested = body
+        .lenses
+        .as_deref()
+        .map(|l| &l[..l.len().min(scan::MAX_LENS_NAMES)]);
+    let lenses = scan::normalise_lenses(requested, &app.available_lenses());
     let o = body.options.unwrap_or_default();
     let d = ScanOptions::default();
     let options = ScanOptions {

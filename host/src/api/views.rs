@@ -63,7 +63,9 @@ pub struct CompletedScan {
     /// `complete`.
     pub status: String,
     pub overall_score: Option<f64>,
-    pub grade: Option<String>,
+    /// Always a string (the spec's type): [`crate::result::UNSCORED_GRADE`] when there is no
+    /// overall score, also for results stored before it was set.
+    pub grade: String,
     pub duration_sec: f64,
     pub lenses: Vec<String>,
     pub timeline: Vec<TimelineEntry>,
@@ -217,7 +219,9 @@ pub fn completed(scan_id: &str, request: &ScanRequest, result: ScanResult) -> Co
         scan_id: scan_id.to_owned(),
         status: "complete".into(),
         overall_score: result.overall_score,
-        grade: result.grade,
+        grade: result
+            .grade
+            .unwrap_or_else(|| crate::result::UNSCORED_GRADE.to_owned()),
         duration_sec: result.duration_sec,
         lenses: result.lenses,
         timeline,
