@@ -137,3 +137,30 @@ fn analyze_shows_progress_on_a_terminal() {
     assert!(text.contains("analysing"), "no bar on the terminal: {text}");
     assert!(text.contains("\"scan_id\": \"local\""), "{text}");
 }
+
+/// `brainscan analyze` refuses a clip over 180 s as the service does (`video_too_long`),
+/// also one just over (180.3 s), which used to reach the plugins and fail as `plugin_failed`.
+#[test]
+fn a_clip_just_over_three_minutes_is_video_too_long() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clip = dir.path().join("long.wav");
+    let ok = Command::new("ffmpeg")
+        .args([
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=frequency=300:sample_rate=8000",
+        ])
+        .args(["-t", "180.3"])
+        .arg(&clip)
+        .status()
+        .expect("ffmpeg");
+    assert!(ok.success());
+    let (ok, _, stderr) = analyze(&[clip.to_str().expect("utf8")]);
+    assert!(!ok);
+    assert!(stderr.starts_with("error[video_too_long]"), "{stderr}");
+    assert!(stderr.contains("180.3"), "{stderr}");
+}

@@ -75,6 +75,17 @@ fn benchmarks(
 pub async fn completed_json(args: &AnalyzeArgs) -> anyhow::Result<serde_json::Value> {
     let input = resolve(&args.input, &args.fetch).await?;
     let probe = probe_file(&input.path).await?;
+    // The service's limit, checked as the service checks it (over 180.0 s, not 180.5): a
+    // 180.3 s clip is `video_too_long` here too, before any model is loaded.
+    if let Some(d) = probe.duration_sec
+        && d > crate::scan::MAX_DURATION_SECS
+    {
+        return Err(crate::inference::QualiaError::TooLong(
+            d,
+            crate::scan::MAX_DURATION_SECS as u32,
+        )
+        .into());
+    }
     let q = qualia(&args.model)?;
     let benchmarks = benchmarks(&args.model, &q.model.id())?;
     let state = tempfile::tempdir().context("creating a temporary folder")?;
