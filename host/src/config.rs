@@ -206,8 +206,10 @@ pub struct QueueConfig {
     pub shutdown_grace_secs: u64,
 
     /// Most scans of one organisation running at once, across every worker sharing the
-    /// database; an organisation with nothing running goes ahead of another's backlog.
-    #[arg(long, env = "BRAINSCAN_ORG_RUNNING_SCANS", default_value_t = 2)]
+    /// database; an organisation with nothing running goes ahead of another's backlog. The
+    /// default, 1, is below the default worker count (2), so one organisation never holds
+    /// every worker; `serve` warns when it would.
+    #[arg(long, env = "BRAINSCAN_ORG_RUNNING_SCANS", default_value_t = 1)]
     pub org_running_scans: i64,
 }
 

@@ -180,6 +180,15 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             );
         }
     }
+    if config.role.runs_workers()
+        && config.queue.org_running_scans >= i64::try_from(config.queue.workers).unwrap_or(i64::MAX)
+    {
+        tracing::warn!(
+            org_running_scans = config.queue.org_running_scans,
+            workers = config.queue.workers,
+            "BRAINSCAN_ORG_RUNNING_SCANS is not below BRAINSCAN_WORKERS: one organisation can keep every worker of this process busy"
+        );
+    }
     if config.role == crate::config::Role::Worker && config.queue.workers == 0 {
         anyhow::bail!(
             "--role worker with --workers 0 would run nothing; give it at least one worker"

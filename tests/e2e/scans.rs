@@ -710,3 +710,44 @@ async fn a_burst_of_submissions_does_not_probe_more_than_the_organisations_share
     );
     t.stop().await;
 }
+
+/// Security: a host that drips the file just above the minimum rate until the whole-download
+/// deadline passes fails the scan at once (permanent, no retries that would hold a worker for
+/// the deadline again), uncharged.
+#[tokio::test]
+async fn a_download_that_outlasts_its_deadline_with_bytes_flowing_is_not_retried() {
+    let t = TestApp::start_with(
+        |c| {
+            c.fetch.fetch_timeout_secs = 1;
+            c.fetch.probe_timeout_secs = 1;
+            // 20 KiB/s from /slow: above a minimum rate of 1 KiB/s.
+            c.fetch.fetch_min_rate_kib = 1;
+            c.queue.scan_max_attempts = 3;
+        },
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    let org = t.org("acme", 10_000).await;
+    let before = t.wallet(&org).await;
+    let (s, b) = t
+        .submit_url(&org, "video", &t.media.url("/slow/clip.mp4"))
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+    let id = b["scan_id"].as_str().expect("id").to_owned();
+    let started = std::time::Instant::now();
+    assert_eq!(t.wait_final(&id).await, "error");
+    let (_, scan) = t.get(&org, &format!("/scans/{id}")).await;
+    let error = scan["error"].as_str().expect("error");
+    assert!(
+        error.starts_with("download_failed") && error.contains("minimum transfer rate"),
+        "{scan}"
+    );
+    // One attempt of ~1 s, not three with back-off between them.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(t.wallet(&org).await, before);
+    t.stop().await;
+}

@@ -120,6 +120,17 @@ pub struct Fetcher {
     min_rate: Option<MinRate>,
 }
 
+/// A whole-download deadline that passed. With bytes flowing, the host is dripping the file
+/// just above the minimum rate: `TooSlow`, which is permanent, since a retry would hold a
+/// worker for the whole deadline again (three retries came to about 15 minutes a scan).
+/// With nothing received it is `Timeout`, worth a retry.
+fn timed_out(received: &std::sync::atomic::AtomicU64, started: tokio::time::Instant) -> FetchError {
+    match received.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => FetchError::Timeout,
+        bytes => too_slow(bytes, started.elapsed()),
+    }
+}
+
 fn too_slow(bytes: u64, elapsed: Duration) -> FetchError {
     FetchError::TooSlow((bytes as f64 / elapsed.as_secs_f64().max(1e-3)) as u64)
 }
@@ -248,9 +259,22 @@ impl Fetcher {
         timeout: Duration,
     ) -> Result<Downloaded, FetchError> {
         let from = partial.then_some(0);
-        tokio::time::timeout(timeout, self.download_inner(url, dir, max_bytes, from))
-            .await
-            .map_err(|_| FetchError::Timeout)?
+        let received = std::sync::atomic::AtomicU64::new(0);
+        let started = tokio::time::Instant::now();
+        tokio::time::timeout(
+            timeout,
+            self.download_inner(url, dir, max_bytes, from, &received),
+        )
+        .await
+        .map_err(|_| {
+            // A partial fetch (the submit-time probe) runs on a budget, not a download
+            // deadline: running out of it says nothing against the host.
+            if partial {
+                FetchError::Timeout
+            } else {
+                timed_out(&received, started)
+            }
+        })?
     }
 
     /// Downloads at most `max_bytes` from byte `start` on (a `Range` request), e.g. the end
@@ -267,9 +291,10 @@ impl Fetcher {
         max_bytes: u64,
         timeout: Duration,
     ) -> Result<Option<Downloaded>, FetchError> {
+        let received = std::sync::atomic::AtomicU64::new(0);
         match tokio::time::timeout(
             timeout,
-            self.download_inner(url, dir, max_bytes, Some(start)),
+            self.download_inner(url, dir, max_bytes, Some(start), &received),
         )
         .await
         .map_err(|_| FetchError::Timeout)?
@@ -287,6 +312,7 @@ impl Fetcher {
         dir: &Path,
         max_bytes: u64,
         from: Option<u64>,
+        received: &std::sync::atomic::AtomicU64,
     ) -> Result<Downloaded, FetchError> {
         let partial = from.is_some();
         let mut current = url.clone();
@@ -398,6 +424,7 @@ impl Fetcher {
                 .await
                 .map_err(|e| FetchError::Io(e.to_string()))?;
             bytes += chunk.len() as u64;
+            received.store(bytes, std::sync::atomic::Ordering::Relaxed);
             if let Some(rate) = self.min_rate
                 && started.elapsed() > rate.allowed(bytes)
             {
