@@ -54,16 +54,17 @@ async fn free_credit_then_deposit_then_402_and_month_rollover() {
     assert_eq!(money(&t.wallet(&org).await), (3.0, 2.5, 5.5, 2));
 
     let first = complete_one(&t, &org).await;
-    // Completed but not fetched: nothing charged yet, but the scan is owed, so it is
-    // reserved and what a new scan can draw on is net of it.
+    // Completed but not fetched: nothing charged yet, so the total is still deposit + free
+    // (the spec's formula), but the scan is owed: it is reserved, and the estimate of scans
+    // a new create would accept is net of it.
     let w = t.wallet(&org).await;
-    assert_eq!(money(&w), (3.0, 2.5, 3.0, 1));
+    assert_eq!(money(&w), (3.0, 2.5, 5.5, 1));
     assert_eq!(w["reserved_usd"], 2.5);
     let second = complete_one(&t, &org).await;
     // Two owed scans ($5.00) leave $0.50: the wallet says no scan is left, and a third is
     // refused before any work, as it predicts.
     let w = t.wallet(&org).await;
-    assert_eq!(money(&w), (3.0, 2.5, 0.5, 0));
+    assert_eq!(money(&w), (3.0, 2.5, 5.5, 0));
     assert_eq!(w["reserved_usd"], 5.0);
     let (s, err) = t.submit_tone(&org, json!({})).await;
     assert_eq!(
@@ -81,10 +82,10 @@ async fn free_credit_then_deposit_then_402_and_month_rollover() {
     // First fetch settles: free credit first. The second scan is still reserved.
     let (s, _) = t.get(&org, &format!("/scans/{first}")).await;
     assert_eq!(s.as_u16(), 200);
-    assert_eq!(money(&t.wallet(&org).await), (3.0, 0.0, 0.5, 0));
+    assert_eq!(money(&t.wallet(&org).await), (3.0, 0.0, 3.0, 0));
     // Second fetch of the same scan charges nothing more.
     t.get(&org, &format!("/scans/{first}")).await;
-    assert_eq!(money(&t.wallet(&org).await), (3.0, 0.0, 0.5, 0));
+    assert_eq!(money(&t.wallet(&org).await), (3.0, 0.0, 3.0, 0));
     // The next scan comes out of the deposit.
     t.get(&org, &format!("/scans/{second}")).await;
     assert_eq!(money(&t.wallet(&org).await), (0.5, 0.0, 0.5, 0));

@@ -26,15 +26,17 @@ pub struct Wallet {
     pub free_credit_monthly_usd: f64,
     /// `YYYY-MM-DD`, the 1st of the current UTC month.
     pub free_credit_period_start: String,
-    /// Deposit plus free credit, net of `reserved_usd` (never below 0): what a new scan can
-    /// draw on.
+    /// Deposit plus free credit: the spec's formula, reflecting everything charged so far
+    /// (reservations are not charges; see `scans_remaining_estimate`).
     pub total_available_usd: f64,
     /// Set aside for scans that may still be charged: queued, processing, and complete but
     /// not yet fetched (additive field).
     pub reserved_usd: f64,
     pub price_per_scan_usd: BTreeMap<String, f64>,
-    /// Scans a create would accept now: `total_available_usd` over the price, so it reads 0
-    /// exactly when `POST /scans` answers 402.
+    /// Scans a create would accept now: `total_available_usd` net of `reserved_usd`, over the
+    /// price, rounded down, so it reads 0 exactly when `POST /scans` answers 402. (The spec's
+    /// estimate is `total_available_usd` over the price; it carries the reservation here, as
+    /// the README's spec notes say.)
     pub scans_remaining_estimate: i64,
 }
 
@@ -56,7 +58,8 @@ pub async fn get_wallet(
     let period = billing::period_of(now);
     let (w, reserved) = app.db.wallet_and_reserved(&caller.org_id).await?;
     let free = w.free_remaining(&period);
-    let total = (w.available(&period) - reserved).max(0);
+    let total = w.available(&period);
+    let spendable = (total - reserved).max(0);
     Ok(Json(Wallet {
         object: "wallet".into(),
         currency: "usd".into(),
@@ -67,6 +70,6 @@ pub async fn get_wallet(
         total_available_usd: usd(total),
         reserved_usd: usd(reserved),
         price_per_scan_usd: BTreeMap::from([(crate::scan::MODEL.to_owned(), usd(PRICE_CENTS))]),
-        scans_remaining_estimate: (total / PRICE_CENTS).max(0),
+        scans_remaining_estimate: spendable / PRICE_CENTS,
     }))
 }
