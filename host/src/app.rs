@@ -33,6 +33,8 @@ pub struct App {
     pub limiter: Option<governor::DefaultKeyedRateLimiter<String>>,
     /// Embeds scan texts (workers) and queries (API), and searches remembered texts.
     pub recall: crate::intelligence::recall::Recall,
+    /// Requests per client address before key lookup; `None` when disabled.
+    pub client_limiter: Option<governor::DefaultKeyedRateLimiter<std::net::IpAddr>>,
     /// Failed admin authentications per client address.
     pub admin_lockout: crate::lockout::Lockout,
     /// Submit-time probes in flight, in total and per organisation.
@@ -96,6 +98,12 @@ impl App {
                 std::num::NonZeroU32::new(config.http.rate_limit_burst.max(1)).unwrap_or(rate);
             governor::RateLimiter::keyed(governor::Quota::per_second(rate).allow_burst(burst))
         });
+        let client_limiter =
+            std::num::NonZeroU32::new(config.http.client_rate_limit_per_sec).map(|rate| {
+                let burst = std::num::NonZeroU32::new(config.http.client_rate_limit_burst.max(1))
+                    .unwrap_or(rate);
+                governor::RateLimiter::keyed(governor::Quota::per_second(rate).allow_burst(burst))
+            });
         let recall = crate::intelligence::recall::Recall::new(
             crate::speech::ModelPaths::under(&config.models_dir).embedder,
         );
@@ -129,6 +137,7 @@ impl App {
             wake: Notify::new(),
             ready: AtomicBool::new(false),
             limiter,
+            client_limiter,
             admin_lockout: crate::lockout::Lockout::default(),
             probe_slots,
             artifact_slots,

@@ -279,6 +279,21 @@ pub struct HttpConfig {
     #[arg(long, env = "BRAINSCAN_RATE_LIMIT_PER_SEC", default_value_t = 20)]
     pub rate_limit_per_sec: u32,
 
+    /// Requests per second one client address may make that present an API key, checked
+    /// before the key is looked up, so a flood of made-up keys cannot reach the database at
+    /// will (0 disables it). The address is read through `BRAINSCAN_TRUSTED_PROXIES`: behind
+    /// a proxy that is not configured there, every client shares the proxy's address.
+    #[arg(
+        long,
+        env = "BRAINSCAN_CLIENT_RATE_LIMIT_PER_SEC",
+        default_value_t = 100
+    )]
+    pub client_rate_limit_per_sec: u32,
+
+    /// Requests one client address may burst above its sustained rate.
+    #[arg(long, env = "BRAINSCAN_CLIENT_RATE_LIMIT_BURST", default_value_t = 200)]
+    pub client_rate_limit_burst: u32,
+
     /// Requests an organisation may burst above the sustained rate.
     #[arg(long, env = "BRAINSCAN_RATE_LIMIT_BURST", default_value_t = 40)]
     pub rate_limit_burst: u32,

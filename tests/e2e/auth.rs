@@ -126,3 +126,43 @@ async fn each_organisation_is_rate_limited_on_its_own() {
     assert_eq!(t.get(&b, "/wallet").await.0, StatusCode::OK);
     t.stop().await;
 }
+
+/// Security: one client address is limited before any key is looked up, so a flood of
+/// made-up keys is answered 429 after the burst instead of reaching the database each time.
+#[tokio::test]
+async fn a_flood_of_made_up_keys_is_limited_per_address_before_lookup() {
+    let t = crate::support::TestApp::start_with(
+        |c| {
+            c.http.client_rate_limit_per_sec = 1;
+            c.http.client_rate_limit_burst = 3;
+        },
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    let mut statuses = Vec::new();
+    for i in 0..6 {
+        let r = t
+            .http
+            .get(format!("{}/api/v1/wallet", t.base))
+            .bearer_auth(format!("sk_live_madeup{i:040}"))
+            .send()
+            .await
+            .expect("send");
+        statuses.push(r.status().as_u16());
+        if r.status().as_u16() == 429 {
+            assert!(r.headers().contains_key("retry-after"));
+            let v: serde_json::Value = r.json().await.expect("json");
+            assert_eq!(v["error"], "rate_limited");
+            assert!(
+                v["message"]
+                    .as_str()
+                    .expect("message")
+                    .contains("this address"),
+                "{v}"
+            );
+        }
+    }
+    assert_eq!(&statuses[..3], [401, 401, 401], "{statuses:?}");
+    assert!(statuses[3..].iter().all(|s| *s == 429), "{statuses:?}");
+    t.stop().await;
+}

@@ -455,6 +455,8 @@ pub fn config(dir: &Path) -> ServeConfig {
     c.http.key_cache_secs = 1;
     c.http.rate_limit_per_sec = 10_000;
     c.http.rate_limit_burst = 10_000;
+    c.http.client_rate_limit_per_sec = 10_000;
+    c.http.client_rate_limit_burst = 10_000;
     c
 }
 

@@ -32,6 +32,29 @@ impl FromRequestParts<Arc<App>> for Authed {
         if !scheme.eq_ignore_ascii_case("bearer") {
             return Err(ApiError::unauthorized());
         }
+        // Per client address, before the key is looked up: made-up keys cost a database read
+        // each, and the organisation's limit below applies only once a key resolves. Requests
+        // made in process (MCP tools calling the API) carry no peer and were checked on the
+        // way in.
+        if let Some(limiter) = &app.client_limiter
+            && parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .is_some()
+        {
+            let client = super::client_addr::of_request(parts, &app.config.http.trusted_proxies);
+            if let Err(not_until) = limiter.check_key(&client) {
+                use governor::clock::Clock;
+                let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
+                metrics::counter!("brainscan_rate_limited_total").increment(1);
+                let mut e = ApiError::rate_limited(wait);
+                e.message = format!(
+                    "too many requests from this address; retry in {} s",
+                    e.retry_after.unwrap_or(1)
+                );
+                return Err(e);
+            }
+        }
         let caller = app
             .keys
             .resolve(key.trim())

@@ -144,6 +144,9 @@ fn slot_for(m: &Manifest) -> String {
     }
 }
 
+/// The service secret that keys the plugin native-code cache's HMACs.
+const PLUGIN_CACHE_SECRET: &str = "plugin_cache_hmac";
+
 impl Registry {
     /// Opens the registry: installs the embedded defaults that are missing, activates them in
     /// empty slots (and moves slots the host itself filled to a newer built-in), then loads the
@@ -168,6 +171,13 @@ impl Registry {
             failures: Mutex::new(HashMap::new()),
             writer: tokio::sync::Mutex::new(()),
         });
+        // The native-code cache's HMAC key: a service secret, so only processes that can
+        // read the database can write cache entries the others will run.
+        let cache_key = registry
+            .db
+            .service_secret(PLUGIN_CACHE_SECRET, registry.clock.now_ms())
+            .await?;
+        registry.runtime.set_cache_key(cache_key.as_bytes());
         for (file, bytes) in super::defaults::DEFAULTS {
             let plugin = registry
                 .load_bytes(bytes, "builtin")

@@ -316,6 +316,9 @@ pub struct PluginRuntime {
     /// Hex of the engine's compatibility hash: precompiled code is only reused by the build
     /// (wasmtime version, settings, CPU features) that made it.
     compat: String,
+    /// The key of the native-code cache's HMACs (a service secret from the database, set by
+    /// the registry). Without it the cache is neither read nor written.
+    cache_key: std::sync::OnceLock<Vec<u8>>,
 }
 
 impl Drop for PluginRuntime {
@@ -384,7 +387,26 @@ impl PluginRuntime {
             slots,
             stop_ticker,
             compat,
+            cache_key: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// Sets the key that signs and checks cached native code (once; later calls are ignored).
+    /// Native code is mapped into the process and run, so a cache entry is used only when its
+    /// HMAC under this key matches: anyone who can write the cache folder (a shared volume,
+    /// another user) but cannot read the database cannot make the service run their code. A
+    /// plain checksum beside the file, as before, they could simply rewrite.
+    pub fn set_cache_key(&self, key: &[u8]) {
+        let _ = self.cache_key.set(key.to_vec());
+    }
+
+    /// The HMAC-SHA256 of `compiled` under the cache key; `None` without a key.
+    fn cache_mac(&self, compiled: &[u8]) -> Option<hmac::Hmac<Sha256>> {
+        use hmac::Mac;
+        let key = self.cache_key.get()?;
+        let mut mac = hmac::Hmac::<Sha256>::new_from_slice(key).ok()?;
+        mac.update(compiled);
+        Some(mac)
     }
 
     pub fn config(&self) -> &PluginConfig {
@@ -464,7 +486,8 @@ impl PluginRuntime {
             .precompile_component(bytes)
             .map_err(|e| LoadError::NotWasm(format!("{e:#}")))?;
         if let Some(path) = self.cache_path(digest)
-            && let Err(e) = write_cached(&path, &compiled)
+            && let Some(mac) = self.cache_mac(&compiled)
+            && let Err(e) = write_cached(&path, &compiled, &mac)
         {
             tracing::warn!(path = %path.display(), "could not cache a compiled plugin: {e}");
         }
@@ -472,10 +495,14 @@ impl PluginRuntime {
     }
 
     fn load_cached(&self, path: &Path) -> Option<Component> {
+        use hmac::Mac;
         let compiled = std::fs::read(path).ok()?;
-        let sum = std::fs::read_to_string(path.with_extension("sha256")).ok()?;
-        if format!("{:x}", Sha256::digest(&compiled)) != sum.trim() {
-            tracing::warn!(path = %path.display(), "a cached compiled plugin failed its checksum; recompiling");
+        let mac = self.cache_mac(&compiled)?;
+        let sidecar = std::fs::read_to_string(path.with_extension("hmac")).ok()?;
+        let expected = hex_bytes(sidecar.trim())?;
+        // Constant-time comparison (hmac's verify).
+        if mac.verify_slice(&expected).is_err() {
+            tracing::warn!(path = %path.display(), "a cached compiled plugin failed its HMAC; recompiling");
             return None;
         }
         deserialize(&self.engine, &compiled).ok()
@@ -918,26 +945,42 @@ fn manifest_from(
     })
 }
 
-fn write_cached(path: &Path, compiled: &[u8]) -> std::io::Result<()> {
+fn write_cached(path: &Path, compiled: &[u8], mac: &hmac::Hmac<Sha256>) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     // Write-then-rename so a crash never leaves a half-written artifact under the final name.
+    use hmac::Mac;
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, compiled)?;
-    std::fs::write(
-        path.with_extension("sha256"),
-        format!("{:x}", Sha256::digest(compiled)),
-    )?;
+    let tag: String = mac
+        .clone()
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::write(path.with_extension("hmac"), tag)?;
     std::fs::rename(tmp, path)
+}
+
+/// Bytes of a lower-case hex string; `None` when it is not one.
+fn hex_bytes(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// Maps precompiled native code.
 #[allow(unsafe_code)]
 fn deserialize(engine: &Engine, compiled: &[u8]) -> wasmtime::Result<Component> {
     // SAFETY: `compiled` is either what `Engine::precompile_component` returned in this
-    // process, or a cache file this process wrote (the cache folder is the operator's, under
-    // the data folder) whose SHA-256 sidecar matched just before this call; the file name
+    // process, or a cache file whose HMAC under the service's cache key (a secret in the
+    // database) matched just before this call, so a service process wrote it; the file name
     // carries the engine's compatibility hash, and wasmtime checks it again on load.
     unsafe { Component::deserialize(engine, compiled) }
 }
@@ -954,5 +997,47 @@ mod control_tests {
             escape_controls("ok\nERROR forged line\r\u{1b}[2J\u{7f}\u{85}"),
             "ok\\nERROR forged line\\r\\u{1b}[2J\\u{7f}\\u{85}"
         );
+    }
+}
+
+#[cfg(test)]
+mod cache_tests {
+    use super::*;
+
+    /// Security: cached native code is run only when its HMAC under the service's key
+    /// matches. An entry written under another key, or a file changed after writing (with
+    /// its sidecar left as it was), is recompiled, not mapped; without a key nothing is cached.
+    #[test]
+    fn cached_native_code_is_used_only_under_its_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let runtime = |key: Option<&[u8]>| {
+            let r = PluginRuntime::new(PluginConfig::defaults(), Some(dir.path().to_path_buf()))
+                .expect("runtime");
+            if let Some(k) = key {
+                r.set_cache_key(k);
+            }
+            r
+        };
+        let bytes = crate::plugins::defaults::DEFAULTS[0].1;
+        let digest = format!("sha256:{:x}", Sha256::digest(bytes));
+        let writer = runtime(Some(b"key-a"));
+        writer.compile(bytes, &digest).expect("compiles");
+        let path = writer.cache_path(&digest).expect("path");
+        assert!(path.exists() && path.with_extension("hmac").exists());
+        assert!(runtime(Some(b"key-a")).load_cached(&path).is_some());
+        assert!(runtime(Some(b"key-b")).load_cached(&path).is_none());
+        assert!(runtime(None).load_cached(&path).is_none());
+        let mut tampered = std::fs::read(&path).expect("read");
+        let last = tampered.len() - 1;
+        tampered[last] ^= 0x01;
+        std::fs::write(&path, tampered).expect("write");
+        assert!(runtime(Some(b"key-a")).load_cached(&path).is_none());
+        // Without a key, compiling writes nothing.
+        let empty = tempfile::tempdir().expect("tempdir");
+        let keyless =
+            PluginRuntime::new(PluginConfig::defaults(), Some(empty.path().to_path_buf()))
+                .expect("runtime");
+        keyless.compile(bytes, &digest).expect("compiles");
+        assert_eq!(std::fs::read_dir(empty.path()).expect("dir").count(), 0);
     }
 }
