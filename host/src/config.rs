@@ -205,6 +205,17 @@ pub struct QueueConfig {
     #[arg(long, env = "BRAINSCAN_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
     pub shutdown_grace_secs: u64,
 
+    /// Scans of one organisation that may end in `error` within an hour before its new
+    /// submissions are refused (429 `rate_limited`) until the hour has passed. Failed scans
+    /// are never charged, so without a budget one organisation could keep the workers
+    /// downloading and decoding for free. 0 turns it off.
+    #[arg(
+        long,
+        env = "BRAINSCAN_ORG_FAILED_SCANS_PER_HOUR",
+        default_value_t = 30
+    )]
+    pub org_failed_scans_per_hour: i64,
+
     /// Most scans of one organisation running at once, across every worker sharing the
     /// database; an organisation with nothing running goes ahead of another's backlog. The
     /// default, 1, is below the default worker count (2), so one organisation never holds

@@ -751,3 +751,52 @@ async fn a_download_that_outlasts_its_deadline_with_bytes_flowing_is_not_retried
     assert_eq!(t.wallet(&org).await, before);
     t.stop().await;
 }
+
+/// Security: failed scans are never charged, so an organisation has a bounded budget of
+/// failed work: once that many of its scans failed within the hour, new submissions are
+/// refused 429 (nothing queued, nothing fetched) while other organisations go on.
+#[tokio::test]
+async fn an_organisation_whose_scans_keep_failing_is_refused_after_its_budget() {
+    let t = TestApp::start_with(
+        |c| {
+            c.queue.org_failed_scans_per_hour = 2;
+            c.fetch.fetch_timeout_secs = 1;
+            c.fetch.probe_timeout_secs = 1;
+            c.fetch.fetch_min_rate_kib = 1;
+        },
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    let org = t.org("dripper", 10_000).await;
+    let other = t.org("bystander", 10_000).await;
+    for _ in 0..2 {
+        let (s, b) = t
+            .submit_url(&org, "video", &t.media.url("/slow/clip.mp4"))
+            .await;
+        assert_eq!(s, StatusCode::ACCEPTED, "{b}");
+        assert_eq!(
+            t.wait_final(b["scan_id"].as_str().expect("id")).await,
+            "error"
+        );
+    }
+    let (s, e) = t.submit(&org, "clip.mp4", json!({})).await;
+    assert_eq!(
+        (s.as_u16(), e["error"].as_str()),
+        (429, Some("rate_limited")),
+        "{e}"
+    );
+    assert!(
+        e["message"]
+            .as_str()
+            .expect("message")
+            .contains("failed in the last hour"),
+        "{e}"
+    );
+    let (s, b) = t.submit(&other, "clip.mp4", json!({})).await;
+    assert_eq!(
+        s,
+        StatusCode::ACCEPTED,
+        "another organisation is not affected: {b}"
+    );
+    t.stop().await;
+}

@@ -432,6 +432,9 @@ fn body_hash(value: &serde_json::Value) -> String {
 
 const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 
+/// The window of the failed-work budget (`BRAINSCAN_ORG_FAILED_SCANS_PER_HOUR`).
+const FAILED_WORK_WINDOW_MS: i64 = 3600 * 1000;
+
 /// Create a scan.
 #[utoipa::path(
     post, path = "/api/v1/scans", tag = "scans",
@@ -507,6 +510,22 @@ pub async fn create_scan(
     let (wallet, reserved) = app.db.wallet_and_reserved(&caller.org_id).await?;
     if !wallet.can_cover(&period, reserved, PRICE_CENTS) {
         return Err(insufficient(wallet.available(&period), reserved));
+    }
+    // The failed-work budget: failed scans are free, so an organisation whose scans keep
+    // failing (a host that drips, files that do not decode) waits before it queues more.
+    let budget = app.config.queue.org_failed_scans_per_hour;
+    if budget > 0 {
+        let failed = app
+            .db
+            .failed_scans_since(&caller.org_id, now_ms - FAILED_WORK_WINDOW_MS)
+            .await?;
+        if failed >= budget {
+            let mut e = ApiError::rate_limited(std::time::Duration::from_secs(60));
+            e.message = format!(
+                "{failed} of this organisation's scans failed in the last hour (the limit is {budget}); new scans are accepted again as that hour passes. Failed scans are never charged."
+            );
+            return Err(e);
+        }
     }
 
     match app.probe_slots.try_take(&caller.org_id) {

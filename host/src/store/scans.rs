@@ -339,6 +339,22 @@ impl Db {
         Ok(done.rows_affected() == 1)
     }
 
+    /// How many of `org_id`'s scans ended in `error` since `since_ms` (the failed-work
+    /// budget; the `(org_id, status)` index serves it).
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn failed_scans_since(&self, org_id: &str, since_ms: i64) -> StoreResult<i64> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n FROM scans WHERE org_id = $1 AND status = 'error' AND updated_at >= $2",
+        )
+        .bind(org_id)
+        .bind(since_ms)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get("n")?)
+    }
+
     /// Scan counts by status, for metrics.
     pub async fn scan_counts(&self) -> StoreResult<Vec<(String, i64)>> {
         let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM scans GROUP BY status")
