@@ -105,6 +105,9 @@ impl Cluster {
                 "admin-secret-for-the-scale-out-test-0123",
             )
             .env("BRAINSCAN_ADMIN_ON_PUBLIC_LISTENER", "yes")
+            // One organisation submits every scan here: its cap must let both workers claim
+            // at once, or the claims this suite checks would never race (the default is 1).
+            .env("BRAINSCAN_ORG_RUNNING_SCANS", "8")
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).expect("log file"))
             .spawn()
