@@ -5,11 +5,10 @@
 //! over loopback as `application/octet-stream`, as an attacker would serve them.
 
 use std::path::Path;
-use std::process::Command;
 
 use reqwest::StatusCode;
 
-use crate::support::{TestApp, fixtures};
+use crate::support::{TestApp, ffmpeg_in, fixtures};
 
 /// Writes a Matroska file with one audio stream and a subtitle whose line is `line`.
 fn secret_mkv(path: &Path, line: &str) {
@@ -19,24 +18,21 @@ fn secret_mkv(path: &Path, line: &str) {
         format!("1\n00:00:00,000 --> 00:00:04,000\n{line}\n"),
     )
     .expect("srt");
-    let ok = Command::new("ffmpeg")
-        .args([
-            "-loglevel",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "sine=d=4",
-            "-i",
-            "s.srt",
-        ])
-        .args(["-c:a", "pcm_s16le", "-c:s", "srt"])
-        .arg(path)
-        .current_dir(dir.path())
-        .status()
-        .expect("ffmpeg");
-    assert!(ok.success());
+    let path = path.to_str().expect("utf8");
+    let args = [
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=d=4",
+        "-i",
+        "s.srt",
+        "-c:a",
+        "pcm_s16le",
+        "-c:s",
+        "srt",
+        path,
+    ];
+    ffmpeg_in(dir.path(), &args);
 }
 
 fn playlist(entry: &str) -> String {
@@ -141,21 +137,17 @@ fn png_frame() -> std::path::PathBuf {
         .dir
         .join(format!("crafted-{}-frame.png", std::process::id()));
     if !path.exists() {
-        let ok = Command::new("ffmpeg")
-            .args([
-                "-loglevel",
-                "error",
-                "-y",
-                "-f",
-                "lavfi",
-                "-i",
-                "testsrc=s=32x32:d=1",
-            ])
-            .args(["-frames:v", "1"])
-            .arg(&path)
-            .status()
-            .expect("ffmpeg");
-        assert!(ok.success());
+        let out = path.to_str().expect("utf8");
+        let args = [
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=s=32x32:d=1",
+            "-frames:v",
+            "1",
+            out,
+        ];
+        ffmpeg_in(&fixtures().dir, &args);
     }
     path
 }

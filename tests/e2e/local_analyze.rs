@@ -144,21 +144,16 @@ fn analyze_shows_progress_on_a_terminal() {
 fn a_clip_just_over_three_minutes_is_video_too_long() {
     let dir = tempfile::tempdir().expect("tempdir");
     let clip = dir.path().join("long.wav");
-    let ok = Command::new("ffmpeg")
-        .args([
-            "-loglevel",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "sine=frequency=300:sample_rate=8000",
-        ])
-        .args(["-t", "180.3"])
-        .arg(&clip)
-        .status()
-        .expect("ffmpeg");
-    assert!(ok.success());
+    let args = [
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=frequency=300:sample_rate=8000",
+        "-t",
+        "180.3",
+        "long.wav",
+    ];
+    crate::support::ffmpeg_in(dir.path(), &args);
     let (ok, _, stderr) = analyze(&[clip.to_str().expect("utf8")]);
     assert!(!ok);
     assert!(stderr.starts_with("error[video_too_long]"), "{stderr}");

@@ -102,6 +102,17 @@ pub fn fixtures() -> &'static Fixtures {
     })
 }
 
+/// Runs `ffmpeg ARGS` in `dir` (quiet, overwriting) to make a test file; panics when it fails.
+pub fn ffmpeg_in(dir: &Path, args: &[&str]) {
+    let ok = Command::new("ffmpeg")
+        .args(["-loglevel", "error", "-y"])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .expect("ffmpeg must be installed (the test command installs it)");
+    assert!(ok.success(), "ffmpeg failed: {args:?}");
+}
+
 /// What the loopback server saw and should answer.
 #[derive(Default)]
 pub struct ServerState {

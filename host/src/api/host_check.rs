@@ -44,9 +44,34 @@ pub fn allowed(host: &str, public_host: Option<&str>, extra: &[String]) -> bool 
             .any(|e| e.trim() == "*" || e.trim().trim_end_matches('.').eq_ignore_ascii_case(host))
 }
 
+/// The host names a listener answers for besides IP literals and `localhost`, resolved once
+/// when the router is built (the public URL is not parsed per request).
+#[derive(Clone, Debug)]
+pub struct HostPolicy {
+    public_host: Option<String>,
+    extra: Vec<String>,
+}
+
+impl HostPolicy {
+    #[must_use]
+    pub fn of(app: &App) -> Self {
+        let public_host = app
+            .config
+            .artifacts
+            .public_url
+            .as_deref()
+            .and_then(|u| url::Url::parse(u).ok())
+            .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+        Self {
+            public_host,
+            extra: app.config.http.allowed_hosts.clone(),
+        }
+    }
+}
+
 /// The middleware: 421 `host_not_allowed` for a request that names a host the service does
 /// not answer for.
-pub async fn gate(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+pub async fn gate(State(policy): State<Arc<HostPolicy>>, request: Request, next: Next) -> Response {
     if request.uri().path() == "/healthz" {
         return next.run(request).await;
     }
@@ -61,15 +86,8 @@ pub async fn gate(State(app): State<Arc<App>>, request: Request, next: Next) -> 
         // HTTP/1.0 without a Host: not a browser on a rebound name.
         return next.run(request).await;
     };
-    let public_host = app
-        .config
-        .artifacts
-        .public_url
-        .as_deref()
-        .and_then(|u| url::Url::parse(u).ok())
-        .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
     let ok = host_part(&named)
-        .is_some_and(|h| allowed(&h, public_host.as_deref(), &app.config.http.allowed_hosts));
+        .is_some_and(|h| allowed(&h, policy.public_host.as_deref(), &policy.extra));
     if ok {
         next.run(request).await
     } else {

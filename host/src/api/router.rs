@@ -238,7 +238,10 @@ pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(app.clone(), record_metrics))
         .layer(middleware::map_response(no_sniffing))
-        .layer(middleware::from_fn_with_state(app.clone(), super::host_check::gate))
+        .layer(middleware::from_fn_with_state(
+            Arc::new(super::host_check::HostPolicy::of(&app)),
+            super::host_check::gate,
+        ))
         .layer(
             ServiceBuilder::new()
                 .layer(SetSensitiveRequestHeadersLayer::new([http::header::AUTHORIZATION]))

@@ -505,10 +505,11 @@ pub async fn read_subtitles(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn ffmpeg(dir: &Path, args: &[&str]) {
+    /// Runs ffmpeg in `dir` (fixtures for the media tests); panics when it fails.
+    pub(crate) fn ffmpeg(dir: &Path, args: &[&str]) {
         let ok = std::process::Command::new("ffmpeg")
             .args(["-loglevel", "error", "-y"])
             .args(args)

@@ -59,6 +59,7 @@ pub fn allowed(format_name: &str) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::decode::tests::ffmpeg;
     use super::*;
 
     /// Plumbing: the alias lists ffprobe prints map to the demuxer to force, and reference
@@ -88,16 +89,6 @@ mod tests {
     }
 
     const SECRET_LINE: &str = "SECRET-LINE-42";
-
-    fn ffmpeg(dir: &std::path::Path, args: &[&str]) {
-        let ok = std::process::Command::new("ffmpeg")
-            .args(["-loglevel", "error", "-y"])
-            .args(args)
-            .current_dir(dir)
-            .status()
-            .expect("ffmpeg must be installed (scripts/setup installs it)");
-        assert!(ok.success(), "{args:?}");
-    }
 
     fn crafted() -> Crafted {
         let root = tempfile::tempdir().expect("tempdir");
