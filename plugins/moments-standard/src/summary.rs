@@ -141,7 +141,7 @@ pub fn write(lenses: &[LensSeries], moments: &[Moment], buy: Option<&[BuyMoment]
             let quote = b
                 .quote
                 .as_deref()
-                .map(|q| format!(" on \"{}\"", clip_to(q, 80)))
+                .map(|q| format!(" on {}", crate::moments::quoted(&clip_to(q, 80))))
                 .unwrap_or_default();
             parts.push(format!(
                 "Buying intent is strongest from {} to {}, peaking at {}{quote} ({}).",
