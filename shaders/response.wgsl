@@ -3,10 +3,12 @@
 // `standardise`: per (second, feature), a feature whose modality is absent (its bit is clear in
 // `present`) takes the model's "absent" value, then z = (x - mean) / std with the model's fixed
 // population statistics, clamped to ±10.
-// `convolve`: r[t] = sum over taps k in [first_tap, taps) of hrf[k] * z[t + shift - k]. Both time
-// bases keep shift <= first_tap, so second t only ever reads seconds <= t (causal):
+// `convolve`: r[t] = sum over taps k in [first_tap, end_tap) of hrf[k] * z[t + shift - k]. Both
+// time bases keep shift <= first_tap, so second t only ever reads seconds <= t (causal):
 //   stimulus time: shift = first_tap = the HRF's peak lag, i.e. the HRF from its peak onwards,
 //                  starting at the second of the cause (the default for lenses and moments);
+//                  since qualia 2.8.0 end_tap is the first zero crossing after the peak, so the
+//                  undershoot (a property of blood flow) never reads as a dip below rest;
 //   BOLD time:     shift = first_tap = 0, the whole HRF applied forward (peak 5 s later), for
 //                  comparison with fMRI.
 // At the clip's start only the taps that fall inside the clip are used, renormalised (0 when
@@ -21,7 +23,7 @@ struct Params {
     present: u32,   // bit 0 video, 1 audio, 2 speech, 3 clip flags (always set)
     first_tap: u32,
     networks: u32,
-    _pad: u32,
+    end_tap: u32,   // one past the last tap read
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -58,7 +60,7 @@ fn convolve(@builtin(global_invocation_id) gid: vec3<u32>) {
     let t = i32(i / p.features);
     var acc = 0.0;
     var norm = 0.0;
-    for (var k = i32(p.first_tap); k < i32(p.taps); k = k + 1) {
+    for (var k = i32(p.first_tap); k < i32(min(p.end_tap, p.taps)); k = k + 1) {
         let s = t + i32(p.shift) - k;
         if (s >= 0 && s < i32(p.seconds)) {
             acc = acc + hrf[k] * z[u32(s) * p.features + f];

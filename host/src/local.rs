@@ -107,7 +107,7 @@ pub enum ModelCommand {
         corpus: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
-        #[arg(long, default_value = "2.7.0")]
+        #[arg(long, default_value = "2.8.0")]
         version: String,
         /// Model format: 2 (v2 features, the default) or 1 (v1 features).
         #[arg(long, default_value_t = 2)]

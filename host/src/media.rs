@@ -6,5 +6,6 @@ pub mod decode;
 pub mod demuxers;
 pub mod fetch;
 pub mod guard;
+pub mod loudness;
 pub mod probe;
 pub mod probe_slots;

@@ -241,6 +241,7 @@ pub async fn hear(
     probe: &crate::media::probe::ProbeInfo,
     duration_sec: f64,
     speech: std::sync::Arc<Speech>,
+    normalise_dbfs: Option<f64>,
 ) -> Result<Heard, String> {
     use crate::media::decode::{self, DecodeSpec};
     let max_secs = duration_sec;
@@ -261,10 +262,15 @@ pub async fn hear(
     }
     let spec = DecodeSpec::default();
     let max_samples = (max_secs.ceil() as usize) * spec.sample_rate as usize;
-    let pcm = decode::read_audio(media, spec, max_samples)
+    let mut pcm = decode::read_audio(media, spec, max_samples)
         .await
         .map_err(|e| format!("decoding audio for speech: {e}"))?;
     tokio::task::spawn_blocking(move || {
+        // The voice gate and Whisper hear the track at the model's level, as the audio kernels
+        // do, so playback gain moves neither the speech regions nor the words.
+        if let Some(target) = normalise_dbfs {
+            crate::media::loudness::normalise(&mut pcm, spec.sample_rate as usize, target);
+        }
         let regions = speech
             .speech_regions(&pcm)
             .map_err(|e| format!("voice activity: {e:#}"))?;

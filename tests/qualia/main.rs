@@ -2,6 +2,7 @@
 //!
 //! GPU tests run on whatever adapter wgpu finds; on CI machines that is Mesa's lavapipe.
 
+mod artefacts;
 mod battery;
 mod cli;
 mod cortex_video;

@@ -190,6 +190,40 @@ pub const DEFAULT_MODE: usize = 6;
 pub const NARRATION: &str = "The old lighthouse keeper climbed the stairs every evening at dusk. He lit the lamp, wiped the salt from the glass, and watched the ships pass far out on the grey water. His daughter wrote letters from the city about her work and her friends.";
 
 /// A still, grey-blue frame with no face and nothing moving (ffmpeg lavfi source).
+/// ffmpeg sources with no face in any frame by construction: the labelled negatives of the face
+/// detector (test patterns, fractals, cellular automata, noise, gradients, a grid card).
+pub const FACELESS_PATTERNS: [(&str, &str); 10] = [
+    ("testsrc", "testsrc=s=640x360:r=25"),
+    ("testsrc2", "testsrc2=s=640x360:r=25"),
+    ("smptebars", "smptebars=s=640x360:r=25"),
+    ("rgbtestsrc", "rgbtestsrc=s=640x360:r=25"),
+    ("mandelbrot", "mandelbrot=s=640x360:r=25"),
+    ("cellauto", "cellauto=s=640x360:r=25:rule=110"),
+    ("life", "life=s=640x360:r=25:mold=10:ratio=0.5"),
+    (
+        "noise",
+        "color=c=gray:s=640x360:r=25,noise=alls=60:allf=t+u",
+    ),
+    ("gradients", "gradients=s=640x360:r=25:speed=0.05"),
+    (
+        "grid card",
+        "color=c=white:s=640x360:r=25,drawgrid=w=80:h=60:t=6:c=black",
+    ),
+];
+
+/// A 6-second H.264 clip of one of [`FACELESS_PATTERNS`] in `dir`.
+pub fn pattern_clip(dir: &Path, name: &str, source: &str) -> PathBuf {
+    let file = format!("{}.mp4", name.replace(' ', "_"));
+    ffmpeg(
+        dir,
+        &[
+            "-f", "lavfi", "-i", source, "-t", "6", "-pix_fmt", "yuv420p", "-c:v", "libx264",
+            "-preset", "veryfast", &file,
+        ],
+    );
+    dir.join(file)
+}
+
 pub const STILL: &str = "color=c=0x404858:s=320x180:r=25";
 
 /// The video encoding of the generated clips: fast H.264 in the pixel format every decoder
@@ -244,4 +278,37 @@ pub fn over_still(dir: &Path, name: &str, audio: &[&str]) -> PathBuf {
         name,
         &[&["-f", "lavfi", "-i", STILL][..], audio].concat(),
     )
+}
+
+/// The built-in lens plugin's series for a clip's networks, and the runtime and clip they came
+/// from.
+pub async fn lens_series(
+    out: &QualiaOutput,
+) -> (
+    std::sync::Arc<brainscan::plugins::PluginRuntime>,
+    brainscan::plugins::bindings::ClipData,
+    Vec<brainscan::plugins::bindings::wit::LensSeries>,
+) {
+    let runtime =
+        brainscan::plugins::PluginRuntime::new(brainscan::config::PluginConfig::defaults(), None)
+            .expect("plugin runtime");
+    let plugin = builtin(&runtime, "lens_standard.wasm");
+    let lenses = plugin.manifest.provides.clone();
+    let clip = brainscan::analysis::clip_of(out);
+    let (series, _) = runtime
+        .score(&plugin, &clip, &lenses)
+        .await
+        .expect("lens scores");
+    (runtime, clip, series)
+}
+
+pub fn builtin(
+    runtime: &brainscan::plugins::PluginRuntime,
+    file: &str,
+) -> std::sync::Arc<brainscan::plugins::runtime::LoadedPlugin> {
+    let (_, bytes) = brainscan::plugins::defaults::DEFAULTS
+        .iter()
+        .find(|(f, _)| *f == file)
+        .expect("built-in plugin");
+    std::sync::Arc::new(runtime.load(bytes, "builtin").expect("load"))
 }

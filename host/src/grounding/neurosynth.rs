@@ -92,6 +92,17 @@ pub const CONSTRUCTS: &[Construct] = &[
         topics: &[(47, "attention")],
         meaning: "orienting and attending to stimuli",
     },
+    // Stimulus-driven reorienting to a salient, unexpected event. No LDA-50 topic names oddballs
+    // or novelty; topic 20 (conflict, errors, interference, monitoring) is the one whose studies
+    // present events that break the current expectation and demand a change of course, which is
+    // what the salience and ventral attention networks answer (Corbetta & Shulman 2002; Menon &
+    // Uddin 2010). Topic 3 (insula, cingulate, "salience") was not used: its words name the
+    // regions, so its profile would only say where those regions are.
+    Construct {
+        name: "salience",
+        topics: &[(20, "control")],
+        meaning: "detecting unexpected or conflicting events that demand reorienting",
+    },
     Construct {
         name: "memory",
         topics: &[(33, "memory")],

@@ -12,7 +12,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use brainscan_faces::{Cascade, Options};
+use brainscan_faces::{Cascade, Face, Options};
 
 use super::features::Rect;
 use super::model::FaceSampling;
@@ -72,10 +72,9 @@ impl FaceDetector {
         index.is_multiple_of(self.sampling.every.max(1) as usize)
     }
 
-    /// The share of the active picture (`rect`, in the model's frame geometry, `model_size`)
-    /// that faces cover on one detail frame (its [`luma`]), 0 without a face.
+    /// The faces on one detail frame (its [`luma`]), in detail pixels.
     #[must_use]
-    pub fn coverage(&self, luma: &[u8], rect: Rect, model_size: (u32, u32)) -> f32 {
+    pub fn faces(&self, luma: &[u8]) -> Vec<Face> {
         let (w, h) = self.detail();
         let opts = Options {
             scale_factor: f64::from(self.sampling.scale_factor),
@@ -83,14 +82,69 @@ impl FaceDetector {
             min_size: (self.sampling.min_face * h as f32).round() as u32,
             step: None,
         };
-        let faces = brainscan_faces::detect(&self.cascade, luma, w as usize, h as usize, &opts);
+        brainscan_faces::detect(&self.cascade, luma, w as usize, h as usize, &opts)
+    }
+
+    /// The share of the active picture (`rect`, in the model's frame geometry, `model_size`)
+    /// that `faces` (from [`FaceDetector::faces`]) cover, 0 without a face.
+    #[must_use]
+    pub fn coverage(&self, faces: &[Face], rect: Rect, model_size: (u32, u32)) -> f32 {
+        let (w, h) = self.detail();
         let (sx, sy) = (
             f64::from(w) / f64::from(model_size.0),
             f64::from(h) / f64::from(model_size.1),
         );
         let area = (f64::from(rect.width()) * sx * f64::from(rect.height()) * sy) as u64;
-        brainscan_faces::coverage(&faces, area) as f32
+        brainscan_faces::coverage(faces, area) as f32
     }
+}
+
+/// Whether two detections, on neighbouring sampled frames, are the same face: centres closer
+/// than half the larger face's width and widths within a factor of 1.5. A head that turns or
+/// moves for half a second stays inside that; a pattern's hit does not follow it around.
+fn same_face(a: &Face, b: &Face) -> bool {
+    let centre = |f: &Face| {
+        (
+            f64::from(f.x) + f64::from(f.w) / 2.0,
+            f64::from(f.y) + f64::from(f.h) / 2.0,
+        )
+    };
+    let ((ax, ay), (bx, by)) = (centre(a), centre(b));
+    let (wa, wb) = (f64::from(a.w), f64::from(b.w));
+    let distance = ((ax - bx).powi(2) + (ay - by).powi(2)).sqrt();
+    distance <= wa.max(wb) / 2.0 && wa.max(wb) <= 1.5 * wa.min(wb)
+}
+
+/// The verification stage (qualia 2.8.0): of each sampled frame's detections, only those that
+/// the sampled frame before or after (`every` frames away) confirms with [`same_face`]. A
+/// person on screen stays for longer than half a second; the cascade's false hits on test
+/// patterns, textures and text flicker from frame to frame (see the model card for the
+/// labelled set and the precision and recall this buys). Frames are `(index, faces)` in any
+/// order; a face seen only once, at a cut, is not counted.
+#[must_use]
+pub fn confirmed(frames: &[(usize, Vec<Face>)], every: usize) -> Vec<(usize, Vec<Face>)> {
+    let every = every.max(1);
+    let at: std::collections::HashMap<usize, &Vec<Face>> =
+        frames.iter().map(|(i, f)| (*i, f)).collect();
+    let mut out: Vec<(usize, Vec<Face>)> = frames
+        .iter()
+        .map(|(i, faces)| {
+            let neighbours: Vec<&Face> = [i.checked_sub(every), Some(i + every)]
+                .into_iter()
+                .flatten()
+                .filter_map(|j| at.get(&j))
+                .flat_map(|f| f.iter())
+                .collect();
+            let kept = faces
+                .iter()
+                .filter(|f| neighbours.iter().any(|n| same_face(f, n)))
+                .copied()
+                .collect();
+            (*i, kept)
+        })
+        .collect();
+    out.sort_by_key(|(i, _)| *i);
+    out
 }
 
 /// The detector a model's sampling needs, loaded from the models folder; `None` for models
@@ -184,5 +238,36 @@ mod tests {
     #[test]
     fn luma_is_rec601() {
         assert_eq!(luma(&[255, 255, 255, 0, 0, 0, 255, 0, 0]), vec![255, 0, 76]);
+    }
+
+    fn face(x: u32, y: u32, w: u32) -> Face {
+        Face {
+            x,
+            y,
+            w,
+            h: w,
+            neighbours: 5,
+        }
+    }
+
+    #[test]
+    fn a_face_counts_only_when_a_neighbouring_sample_sees_it_too() {
+        let frames = vec![
+            (0, vec![face(100, 50, 60)]),
+            // The same head moved a little and one flicker hit elsewhere.
+            (5, vec![face(110, 55, 64), face(10, 10, 40)]),
+            (10, vec![]),
+            // Seen once, after a gap: a cut or a false hit.
+            (15, vec![face(200, 60, 50)]),
+            (20, vec![]),
+        ];
+        let kept = confirmed(&frames, 5);
+        let count: Vec<usize> = kept.iter().map(|(_, f)| f.len()).collect();
+        assert_eq!(count, vec![1, 1, 0, 0, 0]);
+        assert_eq!(kept[1].1[0], face(110, 55, 64));
+        // Twice the size is not the same face, nor is one half its width away.
+        assert!(!same_face(&face(0, 0, 40), &face(0, 0, 80)));
+        assert!(!same_face(&face(0, 0, 40), &face(41, 0, 40)));
+        assert!(same_face(&face(0, 0, 40), &face(20, 0, 40)));
     }
 }

@@ -769,7 +769,7 @@ impl GpuContext {
             present.mask(),
             kernel.first_tap as u32,
             NETWORK_COUNT as u32,
-            0,
+            kernel.end_tap as u32,
         ]));
         let modality: Vec<f32> = model.modality.iter().map(|m| m.code()).collect();
         let stats: Vec<f32> = [&model.mean[..], &model.std, &model.absent, &modality].concat();

@@ -123,11 +123,13 @@ pub enum TimeBase {
     Bold,
 }
 
-/// Where the response kernel reads: `r[t] = sum_{k >= first_tap} hrf[k] z[t + shift - k]`.
+/// Where the response kernel reads: `r[t] = sum_{first_tap <= k < end_tap} hrf[k] z[t + shift - k]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kernel {
     pub shift: usize,
     pub first_tap: usize,
+    /// One past the last tap read (the HRF's length for the whole tail).
+    pub end_tap: usize,
 }
 
 /// Which of the model's modalities a clip really had (absent ones take the absent value).
@@ -169,6 +171,13 @@ pub struct ResponseSpec {
     pub kind: String,
     pub taps: usize,
     pub lag_seconds: usize,
+    /// Stimulus time reads the HRF from its peak to its first zero crossing, without the
+    /// undershoot (qualia 2.8.0 and later). Why: the undershoot is a property of blood flow,
+    /// not of perception; in stimulus time it turned the end of every sound into a dip below
+    /// rest that the lenses read as the clip losing the viewer (6 s of speech then silence
+    /// read purchase intent 96, then 18 ten seconds later). Models built before keep the tail.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stimulus_until_zero: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -245,10 +254,25 @@ pub struct Model {
     pub bias: Vec<f32>,
     pub hrf: Vec<f32>,
     pub lag: usize,
+    /// One past the last tap stimulus time reads: the HRF's first zero crossing after its
+    /// peak when the manifest asks for it ([`ResponseSpec::stimulus_until_zero`]), else all.
+    pub stimulus_end: usize,
     /// Format 2: the semantic axes' unit directions (tensor `axes`, `AXES x DIM`) and origins
     /// (tensor `axis_origin`; a model without it, built before 2.6.0, measures from 0). Empty
     /// in format 1.
     pub axes: SemanticAxes,
+}
+
+/// One past the last tap stimulus time reads: with [`ResponseSpec::stimulus_until_zero`], the
+/// first tap after the peak (`lag_seconds`) where the HRF is no longer positive; else all taps.
+#[must_use]
+pub fn stimulus_end(hrf: &[f32], response: &ResponseSpec) -> usize {
+    if !response.stimulus_until_zero {
+        return hrf.len();
+    }
+    (response.lag_seconds + 1..hrf.len())
+        .find(|k| hrf[*k] <= 0.0)
+        .unwrap_or(hrf.len())
 }
 
 /// The feature list a model format must carry: (name, modality) in order.
@@ -342,10 +366,12 @@ impl Model {
             TimeBase::Stimulus => Kernel {
                 shift: self.lag,
                 first_tap: self.lag,
+                end_tap: self.stimulus_end,
             },
             TimeBase::Bold => Kernel {
                 shift: 0,
                 first_tap: 0,
+                end_tap: self.hrf.len(),
             },
         }
     }
@@ -449,6 +475,7 @@ impl Model {
             bias: tensor(&st, "bias", &[NETWORK_COUNT])?,
             hrf: tensor(&st, "hrf", &[r.taps])?,
             lag: r.lag_seconds,
+            stimulus_end: stimulus_end(&tensor(&st, "hrf", &[r.taps])?, r),
             axes: if manifest.format >= 2 {
                 let directions = tensor(&st, "axes", &[AXES.len(), DIM])?;
                 let origins = if st.names().contains(&"axis_origin") {

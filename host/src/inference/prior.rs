@@ -435,6 +435,7 @@ pub fn build(version: &str, mean: Vec<f32>, std: Vec<f32>, corpus: serde_json::V
             kind: "spm-double-gamma (peak 6 s, undershoot 16 s, ratio 1/6), unit sum".into(),
             taps,
             lag_seconds: 5,
+            stimulus_until_zero: false,
         },
         provenance,
         weights: notes,
@@ -451,6 +452,7 @@ pub fn build(version: &str, mean: Vec<f32>, std: Vec<f32>, corpus: serde_json::V
         bias: vec![0.0; NETWORK_COUNT],
         hrf: features::canonical_hrf(taps),
         lag: 5,
+        stimulus_end: taps,
         axes: SemanticAxes::default(),
         manifest,
     }
@@ -493,9 +495,19 @@ pub const FEATURE_CONSTRUCTS: &[(&str, &str, &str)] = &[
         "a shot change captures attention (stimulus-driven orienting)",
     ),
     (
+        "cut",
+        "salience",
+        "a shot change is an abrupt, unexpected event (salience and reorienting)",
+    ),
+    (
         "luma_change",
         "attention",
         "an abrupt brightness change captures attention",
+    ),
+    (
+        "luma_change",
+        "salience",
+        "an abrupt brightness change is a salient event",
     ),
     (
         "onset_strength",
@@ -503,9 +515,19 @@ pub const FEATURE_CONSTRUCTS: &[(&str, &str, &str)] = &[
         "a sharp acoustic onset captures attention",
     ),
     (
+        "onset_strength",
+        "salience",
+        "a sharp acoustic onset is a salient event (the oddball response)",
+    ),
+    (
         "loudness_change",
         "attention",
         "a jump in loudness captures attention",
+    ),
+    (
+        "loudness_change",
+        "salience",
+        "a jump in loudness is a salient event",
     ),
     (
         "face_presence",
@@ -588,7 +610,7 @@ pub const FEATURE_CONSTRUCTS: &[(&str, &str, &str)] = &[
 pub fn grounded_weights(table: &ProfileTable) -> (Vec<f32>, Vec<WeightNote>) {
     let f = v2::FEATURE_COUNT_V2;
     let mut weights = vec![0f32; NETWORK_COUNT * f];
-    let mut notes = Vec::new();
+    let mut notes: Vec<WeightNote> = Vec::new();
     for (feature, construct, why) in FEATURE_CONSTRUCTS {
         let k = v2::feature_index(feature).unwrap_or_else(|| panic!("unknown feature {feature}"));
         let profile = table
@@ -598,26 +620,66 @@ pub fn grounded_weights(table: &ProfileTable) -> (Vec<f32>, Vec<WeightNote>) {
             .iter()
             .filter(|x| x.1 == *construct)
             .count() as f64;
+        let visual_feature = v2::FEATURES[k].1 == super::features::Modality::Visual;
+        let only = CONSTRUCT_NETWORKS
+            .iter()
+            .find(|(c, _)| c == construct)
+            .map(|(_, n)| *n);
         for (n, network) in NETWORKS.iter().enumerate() {
+            if only.is_some_and(|keep| !keep.contains(&n)) {
+                continue;
+            }
+            // Visual cortex takes no weight from what is heard or said: a non-visual construct's
+            // Visual foci come from its studies' pictures (memory and attention studies show
+            // images), not from the construct, and an audio-only clip must keep Visual at rest.
+            if n == VISUAL && !visual_feature {
+                continue;
+            }
             let w = (profile.credible(n).max(0.0) / share) as f32;
             if w == 0.0 {
                 continue;
             }
             let w = (w * 1000.0).round() / 1000.0;
-            weights[n * f + k] = w;
-            notes.push(WeightNote {
-                network: (*network).into(),
-                feature: (*feature).into(),
-                weight: w,
-                reason: format!(
-                    "Neurosynth profile `{construct}` ({} studies): log odds {:+.3} [{:+.3}, {:+.3}] for {network}, split over {share} feature(s); {why}.",
-                    profile.studies, profile.log_odds[n], profile.ci_low[n], profile.ci_high[n]
-                ),
-            });
+            let reason = format!(
+                "Neurosynth profile `{construct}` ({} studies): log odds {:+.3} [{:+.3}, {:+.3}] for {network}, split over {share} feature(s); {why}.",
+                profile.studies, profile.log_odds[n], profile.ci_low[n], profile.ci_high[n]
+            );
+            // A feature that indexes two constructs (an abrupt change is both orienting and a
+            // salient event) takes the sum of their shares, with both reasons.
+            weights[n * f + k] = ((weights[n * f + k] + w) * 1000.0).round() / 1000.0;
+            if let Some(note) = notes
+                .iter_mut()
+                .find(|x| x.network == *network && x.feature == *feature)
+            {
+                note.weight = weights[n * f + k];
+                note.reason = format!("{} Plus: {reason}", note.reason);
+            } else {
+                notes.push(WeightNote {
+                    network: (*network).into(),
+                    feature: (*feature).into(),
+                    weight: w,
+                    reason,
+                });
+            }
         }
     }
     (weights, notes)
 }
+
+/// Row of Visual in [`NETWORKS`].
+const VISUAL: usize = 0;
+
+/// Constructs that ground only some networks: `(construct, networks it weighs)`.
+///
+/// `salience` (LDA topic 20: conflict, errors, interference) is the profile chosen to give
+/// Ventral Attention its inputs, the abrupt events that the salience and ventral attention
+/// networks answer. Its other credible networks, Frontoparietal (+0.39) and Dorsal Attention
+/// (+0.21), are the control those tasks demand (answering a Stroop or flanker trial), which
+/// watching a clip does not; Dorsal Attention already takes the `attention` profile from the
+/// same features. Weighed on every network it made each cut and drum hit read as deliberate
+/// thinking (Frontoparietal is deliberation's main network), and a melody over a still frame
+/// scored purchase intent 68.
+pub const CONSTRUCT_NETWORKS: &[(&str, &[usize])] = &[("salience", &[3])];
 
 /// The words every v2 result's `provenance.model.summary` carries. The figures come from the
 /// shipped evaluation, so the words a client reads and the numbers beside them cannot disagree
@@ -626,7 +688,7 @@ pub fn grounded_weights(table: &ProfileTable) -> (Vec<f32>, Vec<WeightNote>) {
 pub fn v2_summary() -> String {
     let e = super::shipped_evaluation::SHIPPED_EVALUATION;
     format!(
-        "Weights are a prior derived from data, not fitted: each feature's weights are the Neurosynth v7 network profile (positive log odds, 95% bootstrap interval above 0) of the construct it indexes. They are NOT fitted to fMRI. On real fMRI (Alice, first half) they predict language regions at mean r {:.2}, no better than loudness alone ({:.2}), whose lead is the response to the story's start after silence: from 6 s after the first word they score {:.3} against loudness's {:.3} (word rate alone {:.3}), and within 5 blocks of the story {:.2} against loudness's {:.2} and word rate's {:.2}: read results as directional prior-model predictions, not measurements. Drive features (how much there is to see, hear or understand) are scaled from their value with no stimulus, so 0 on a network is rest and an absent stream, silence or a uniform frame reads as no drive; the other features are centred on the reference corpus below, and every feature's spread comes from that corpus.",
+        "Weights are a prior derived from data, not fitted: each feature's weights are the Neurosynth v7 network profile (positive log odds, 95% bootstrap interval above 0) of the construct it indexes. They are NOT fitted to fMRI. On real fMRI (Alice, first half) they predict language regions at mean r {:.2}, no better than loudness alone ({:.2}), whose lead is the response to the story's start after silence: from 6 s after the first word they score {:.3} against loudness's {:.3} (word rate alone {:.3}), and within 5 blocks of the story {:.2} against loudness's {:.2} and word rate's {:.2}: read results as directional prior-model predictions, not measurements. Drive features (how much there is to see, hear or understand) are scaled from their value with no stimulus, so 0 on a network is rest and an absent stream, silence or a uniform frame reads as no drive; the other features are centred on the reference corpus below, and every feature's spread comes from that corpus. Since 2.8.0: the response is read in stimulus time from its peak to its first zero crossing, so a sound that stops decays to rest instead of dipping below it; Ventral Attention follows abrupt events (cuts, brightness jumps, acoustic onsets and loudness jumps, by the Neurosynth salience profile) where it had no input; no sound or word drives Visual; a face counts only when the next or previous sampled frame shows it too; and the speech stage hears the loudness-normalised track.",
         e.zero_shot_mean_r,
         e.loudness_only_mean_r,
         e.zero_shot_after_onset_mean_r,
@@ -701,9 +763,10 @@ pub fn build_v2(
         features: feature_specs(&v2::FEATURES),
         sampling: default_sampling_v2(),
         response: ResponseSpec {
-            kind: "spm-double-gamma (peak 6 s, undershoot 16 s, ratio 1/6), unit sum; stimulus time uses the taps from the peak (lag) onwards, BOLD time all taps".into(),
+            kind: "spm-double-gamma (peak 6 s, undershoot 16 s, ratio 1/6), unit sum; stimulus time uses the taps from the peak (lag) to the first zero crossing (no undershoot), BOLD time all taps".into(),
             taps,
             lag_seconds: 5,
+            stimulus_until_zero: true,
         },
         provenance,
         weights: notes,
@@ -729,6 +792,10 @@ pub fn build_v2(
         std,
         weights,
         bias: vec![0.0; NETWORK_COUNT],
+        stimulus_end: super::model::stimulus_end(
+            &features::canonical_hrf(taps),
+            &manifest.response,
+        ),
         hrf: features::canonical_hrf(taps),
         lag: 5,
         axes,

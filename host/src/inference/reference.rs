@@ -414,7 +414,12 @@ pub fn convolve(
     for t in 0..seconds {
         for k in 0..features {
             let (mut acc, mut norm) = (0.0, 0.0);
-            for (tap, h) in hrf.iter().enumerate().skip(kernel.first_tap) {
+            for (tap, h) in hrf
+                .iter()
+                .enumerate()
+                .take(kernel.end_tap)
+                .skip(kernel.first_tap)
+            {
                 let s = t as i64 + kernel.shift as i64 - tap as i64;
                 if s >= 0 && (s as usize) < seconds {
                     acc += f64::from(*h) * z[s as usize * features + k];

@@ -243,7 +243,8 @@ impl Qualia {
                         .unwrap_or(f64::from(max_seconds))
                         .min(f64::from(max_seconds));
                     let started = Instant::now();
-                    crate::speech::hear(path, probe, duration, l.speech.clone())
+                    let target = self.model.manifest.sampling.normalise_dbfs.map(f64::from);
+                    crate::speech::hear(path, probe, duration, l.speech.clone(), target)
                         .await
                         .map(|h| Some((h, started.elapsed())))
                         .map_err(QualiaError::Speech)
@@ -303,8 +304,14 @@ impl Qualia {
             if sampling.motion_energy {
                 motion_seconds = Some(motion::per_second(&v.motion, spec.fps, seconds));
             }
-            if self.faces.is_some() {
-                let mut per_second = faces::per_second(&v.extra, spec.fps, seconds);
+            if let Some(detector) = &self.faces {
+                let every = detector.sampling.every as usize;
+                let model_size = (spec.width, spec.height);
+                let cover: Vec<(usize, f32)> = faces::confirmed(&v.extra, every)
+                    .iter()
+                    .map(|(i, f)| (*i, detector.coverage(f, picture.rect, model_size)))
+                    .collect();
+                let mut per_second = faces::per_second(&cover, spec.fps, seconds);
                 if sampling.face_area_of_frame {
                     faces::as_share_of_frame(
                         &mut per_second,
@@ -437,7 +444,7 @@ impl Qualia {
         limit: usize,
         progress: Option<Progress>,
         picture: impl std::future::Future<Output = (Picture, Duration)>,
-    ) -> Result<Stream<Vec<(usize, f32)>>, QualiaError> {
+    ) -> Result<Stream<Vec<(usize, Vec<brainscan_faces::Face>)>>, QualiaError> {
         // With face features, each decoded frame carries a larger copy for the detector.
         let detector = self.faces.clone();
         let mut frames = match &detector {
@@ -546,7 +553,7 @@ impl Qualia {
                     // Frames are independent: spread them over the cores (rayon's pool).
                     let found = detail_frames
                         .par_iter()
-                        .map(|(i, rgb)| (*i, d.coverage(&faces::luma(rgb), rect, (w, h))))
+                        .map(|(i, rgb)| (*i, d.faces(&faces::luma(rgb))))
                         .collect();
                     (found, started.elapsed())
                 }));
@@ -678,7 +685,7 @@ struct VisualOut {
 
 type VisualBatch = Result<VisualOut, GpuError>;
 /// The sampled frames' face coverage `(frame index, share)` and the detector's time.
-type FaceBatch = (Vec<(usize, f32)>, Duration);
+type FaceBatch = (Vec<(usize, Vec<brainscan_faces::Face>)>, Duration);
 type AudioBatch = Result<(Vec<f32>, Duration, Duration), GpuError>;
 
 async fn collect_visual<T>(
@@ -694,7 +701,7 @@ async fn collect_visual<T>(
 }
 
 async fn collect_faces(
-    out: &mut Stream<Vec<(usize, f32)>>,
+    out: &mut Stream<Vec<(usize, Vec<brainscan_faces::Face>)>>,
     h: tokio::task::JoinHandle<FaceBatch>,
 ) -> Result<(), QualiaError> {
     let (found, t) = h.await.map_err(|e| QualiaError::Task(e.to_string()))?;

@@ -15,17 +15,14 @@
 //! - **No absolute brightness.** Mean luma moves with a brightness change; v2 keeps only its
 //!   change from second to second.
 
+pub use crate::media::loudness::{
+    FLOOR_DBFS, MAX_GAIN_DB, NORMALISED_DBFS, gated_loudness, normalising_gain,
+};
+
 use super::faces::FACE_FEATURES;
 use super::features::{FEATURE_COUNT, HOP_FEATURES, HOPS_PER_SECOND, Modality};
 use super::language::{LANGUAGE_FEATURES, LanguageFeatures};
 
-/// Loudness below this (dBFS of mean energy) is treated as silence (BS.1770's absolute gate).
-pub const FLOOR_DBFS: f64 = -70.0;
-/// The gated loudness v2 scales every clip's audio to before the kernels (EBU R128's -23).
-pub const NORMALISED_DBFS: f64 = -23.0;
-/// Largest gain the normalisation applies either way: quieter tracks are left a little quiet
-/// rather than lifting their noise floor by more.
-pub const MAX_GAIN_DB: f64 = 40.0;
 /// A track whose gated loudness is below this is no sound at all (absent audio).
 pub const AUDIBLE_DBFS: f64 = -60.0;
 /// Relative loudness is clamped to this range (dB relative to the clip's gated loudness).
@@ -283,39 +280,19 @@ pub async fn measure_loudness(
     max_samples: usize,
 ) -> Result<Option<f64>, crate::media::decode::DecodeError> {
     let mut audio = crate::media::decode::AudioSamples::open(path, spec)?;
-    let rate = spec.sample_rate as usize;
+    let mut meter = crate::media::loudness::Meter::new(spec.sample_rate as usize);
     let mut block = vec![0f32; 8192];
-    let (mut energy, mut in_second, mut total) = (0f64, 0usize, 0usize);
-    let mut seconds = Vec::new();
+    let mut total = 0usize;
     loop {
         let n = audio.next_block(&mut block).await?;
         if n == 0 || total >= max_samples {
             break;
         }
-        for v in &block[..n.min(max_samples - total)] {
-            energy += f64::from(*v) * f64::from(*v);
-            in_second += 1;
-            if in_second == rate {
-                seconds.push(10.0 * (energy / rate as f64).max(1e-30).log10());
-                (energy, in_second) = (0.0, 0);
-            }
-        }
+        meter.add(&block[..n.min(max_samples - total)]);
         total += n;
     }
-    if in_second > rate / 4 {
-        seconds.push(10.0 * (energy / in_second as f64).max(1e-30).log10());
-    }
     audio.finish().await?;
-    Ok(gated_loudness(&seconds))
-}
-
-/// The linear gain that brings a clip of `loudness` dBFS to [`NORMALISED_DBFS`]: 1 when the
-/// clip has no audible sound, at most [`MAX_GAIN_DB`] either way.
-#[must_use]
-pub fn normalising_gain(loudness: Option<f64>, target: f64) -> f32 {
-    loudness.map_or(1.0, |l| {
-        10f64.powf((target - l).clamp(-MAX_GAIN_DB, MAX_GAIN_DB) / 20.0) as f32
-    })
+    Ok(gated_loudness(&meter.seconds()))
 }
 
 /// Per-second loudness (dBFS of the mean energy of the second's hops, floored at
@@ -337,26 +314,6 @@ pub fn loudness_per_second(hop_feats: &[f32], seconds: usize, hop_offset: usize)
             (10.0 * energy.max(1e-30).log10()).max(FLOOR_DBFS)
         })
         .collect()
-}
-
-/// Gated loudness over seconds, after ITU-R BS.1770: seconds below [`FLOOR_DBFS`] are left
-/// out (absolute gate), then seconds more than 10 dB below the mean of the rest (relative
-/// gate). `None` when no second passes the absolute gate.
-#[must_use]
-pub fn gated_loudness(per_second: &[f64]) -> Option<f64> {
-    let energy = |v: &[f64]| -> Option<f64> {
-        (!v.is_empty()).then(|| {
-            10.0 * (v.iter().map(|d| 10f64.powf(d / 10.0)).sum::<f64>() / v.len() as f64).log10()
-        })
-    };
-    let loud: Vec<f64> = per_second
-        .iter()
-        .copied()
-        .filter(|d| *d > FLOOR_DBFS)
-        .collect();
-    let ungated = energy(&loud)?;
-    let kept: Vec<f64> = loud.into_iter().filter(|d| *d > ungated - 10.0).collect();
-    energy(&kept)
 }
 
 /// Column of a v1 kernel feature in the raw `seconds x 27` matrix.

@@ -9,6 +9,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use brainscan_readouts::Readout;
+use brainscan_sdk::text::{NOT_ASSESSABLE, has_words};
 use brainscan_sdk::{Clip, Describe, LensPlugin, LensSecond, LensSeries, PluginError};
 
 /// The plain-language name of each network, as `raw_labeled` names it.
@@ -79,10 +80,26 @@ impl LensPlugin for StandardLenses {
             .filter(|(_, def)| lenses.iter().any(|l| l == def.name()))
             .map(|(li, def)| LensSeries {
                 lens: def.name().to_string(),
-                seconds: score_lens(def, li, &rows),
+                seconds: if def.name() == "manipulation" && !has_words(clip) {
+                    not_assessable(rows.len())
+                } else {
+                    score_lens(def, li, &rows)
+                },
             })
             .collect())
     }
+}
+
+/// The manipulation lens of a clip without words: pressure relative to deliberation has no
+/// second term (deliberation is read from words), so every second sits at the neutral 50 and
+/// says why, rather than reading pressure against a deliberation at rest as a verdict.
+fn not_assessable(seconds: usize) -> Vec<LensSecond> {
+    (0..seconds)
+        .map(|_| LensSecond {
+            score: 50.0,
+            reason: NOT_ASSESSABLE.to_string(),
+        })
+        .collect()
 }
 
 /// Scores and reasons for one lens over the clip.

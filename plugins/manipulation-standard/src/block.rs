@@ -10,9 +10,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use brainscan_readouts::calibration::Calibration;
-use brainscan_readouts::{DELIBERATION, MANIPULATION, PRESSURE};
+use brainscan_readouts::{ALARM, DELIBERATION, MANIPULATION, PRESSURE, RELEVANCE};
 use brainscan_sdk::libm::round;
-use brainscan_sdk::text::{clock, line_at};
+use brainscan_sdk::text::{NOT_ASSESSABLE, clock, has_words, line_at};
 use brainscan_sdk::{
     Circuit, Clip, ExposureSecond, Manipulation, Mechanism, PeakMoment, Population, Quadrant,
     Threat, risk_band, stats,
@@ -22,6 +22,8 @@ use crate::tactics;
 
 const VENTRAL: usize = 3;
 const LIMBIC: usize = 4;
+/// The conversion risk, band and lens score of a clip whose manipulation is not assessable.
+pub const NEUTRAL: f64 = 50.0;
 const FRONTOPARIETAL: usize = 5;
 const DEFAULT_MODE: usize = 6;
 
@@ -32,17 +34,13 @@ pub use brainscan_readouts::calibration::phi;
 
 pub use brainscan_sdk::stats::round_to;
 
-/// 0-100 for a z value, one decimal: the scale of the two circuits that are priors (alarm,
-/// relevance), whose single networks are already in corpus z units.
-fn score(z: f64) -> f64 {
-    round_to(100.0 * phi(z), 1)
-}
-
 /// The calibrations the block reads, parsed once per clip.
 pub struct Scales {
     pub pressure: Calibration,
     pub deliberation: Calibration,
     pub manipulation: Calibration,
+    pub alarm: Calibration,
+    pub relevance: Calibration,
 }
 
 impl Scales {
@@ -52,6 +50,8 @@ impl Scales {
             pressure: PRESSURE.calibration(),
             deliberation: DELIBERATION.calibration(),
             manipulation: MANIPULATION.calibration(),
+            alarm: ALARM.calibration(),
+            relevance: RELEVANCE.calibration(),
         }
     }
 }
@@ -63,7 +63,8 @@ pub struct Terms {
     pub reward: f64,
     /// Deliberation (the `decision_making` profile readout).
     pub effort: f64,
-    /// The gut-instinct alarm: Ventral Attention, a prior (no profile row grounds it).
+    /// The gut-instinct alarm: Ventral Attention (a network prior; its inputs are the
+    /// `salience` profile's abrupt events).
     pub alarm: f64,
 }
 
@@ -72,7 +73,7 @@ impl Terms {
         Self {
             reward: PRESSURE.raw(row) - scales.pressure.value_at(50.0),
             effort: DELIBERATION.raw(row) - scales.deliberation.value_at(50.0),
-            alarm: f64::from(row[VENTRAL]),
+            alarm: ALARM.raw(row) - scales.alarm.value_at(50.0),
         }
     }
     pub fn exposure(&self) -> f64 {
@@ -150,8 +151,8 @@ fn mean_percentile(
 fn circuits(rows: &[[f32; 7]], scales: &Scales) -> Vec<Circuit> {
     let fp = mean_percentile(rows, &DELIBERATION, &scales.deliberation);
     let reward = mean_percentile(rows, &PRESSURE, &scales.pressure);
-    let alarm = score(column_mean(rows, |r| f64::from(r[VENTRAL])));
-    let relevance = score(column_mean(rows, |r| f64::from(r[DEFAULT_MODE])));
+    let alarm = mean_percentile(rows, &ALARM, &scales.alarm);
+    let relevance = mean_percentile(rows, &RELEVANCE, &scales.relevance);
     vec![
         circuit(
             "critical_thinking",
@@ -174,10 +175,10 @@ fn circuits(rows: &[[f32; 7]], scales: &Scales) -> Vec<Circuit> {
         circuit(
             "alarm",
             "Gut-instinct alarm",
-            "The salience network that flags something as off, risky or surprising (ventral attention).",
+            "The salience network that flags something as off, risky or surprising (ventral attention, driven by abrupt events: cuts, flashes, sudden sounds and jumps in loudness).",
             alarm,
-            "Something feels off or surprising: the gut alarm is up, which guards against persuasion.",
-            "The gut alarm is quiet: nothing here reads as a red flag.",
+            "Abrupt events keep the gut alarm up more than in a typical clip, which guards against persuasion.",
+            "The gut alarm is quieter than in a typical clip: few abrupt events break the flow.",
             "The gut alarm sits at its usual level.",
         ),
         circuit(
@@ -358,7 +359,73 @@ fn pressured_seconds(terms: &[Terms]) -> Vec<usize> {
     order
 }
 
+/// The block of a clip without words: persuasion pressure can be read, but deliberation has no
+/// input, so nothing that weighs one against the other is a reading. The spec's numbers stay
+/// numbers: conversion risk and sovereignty sit at the neutral [`NEUTRAL`] (so the band is
+/// `moderate`, the band of 50, and never `elevated` or `high`), the threat is `nominal` and
+/// labelled "Not assessable", the guard axis and the critical-thinking circuit read 50 and say
+/// why, no second counts as more exposed than a typical one, and there is no peak moment.
+/// What does not depend on deliberation (reward, alarm, relevance, mechanisms) is reported as
+/// measured.
+fn not_assessable(mut m: Manipulation) -> Manipulation {
+    m.conversion_risk = NEUTRAL;
+    m.risk_band = risk_band(NEUTRAL).into();
+    m.sovereignty = NEUTRAL;
+    m.cognitive_sovereignty_index = 0.0;
+    m.threat = Threat {
+        label: "Not assessable".into(),
+        severity: "nominal".into(),
+        color: "#757575".into(),
+        note: NOT_ASSESSABLE.into(),
+    };
+    m.population = Population {
+        per_ten: 0.0,
+        per_ten_thousand: 0.0,
+        note: "Not assessable: the clip has no words, so no second can be read as more persuasive than a typical one. No audience was measured.".into(),
+    };
+    m.quadrant.lowers_guard = NEUTRAL;
+    let (key, label, how) = if m.quadrant.wins_over >= QUADRANT_ON {
+        (
+            "seductive",
+            "Seductive",
+            "Whether it lowers the guard is not assessable (no words to weigh); reward and relevance run above a typical clip.",
+        )
+    } else {
+        (
+            "clean",
+            "Clean",
+            "Whether it lowers the guard is not assessable (no words to weigh); reward and relevance do not run above a typical clip.",
+        )
+    };
+    m.quadrant.key = key.into();
+    m.quadrant.label = label.into();
+    m.quadrant.how = how.into();
+    if let Some(c) = m.circuits.iter_mut().find(|c| c.key == "critical_thinking") {
+        c.value = NEUTRAL;
+        c.direction = "steady".into();
+        c.reading = "not assessable".into();
+        c.meaning =
+            "Not assessable: the clip has no words, and scrutiny is read from words.".into();
+    }
+    for t in &mut m.timeline {
+        t.effort = 0.0;
+        t.exposure = round_to(t.reward - t.alarm, 3);
+    }
+    m.peak_moment = None;
+    m
+}
+
 pub fn analyze(clip: &Clip) -> Manipulation {
+    let m = measured(clip);
+    if has_words(clip) {
+        m
+    } else {
+        not_assessable(m)
+    }
+}
+
+/// The block as the networks read, deliberation included.
+fn measured(clip: &Clip) -> Manipulation {
     let scales = Scales::embedded();
     let rows: Vec<[f32; 7]> = clip.networks.iter().map(|n| n.values()).collect();
     let terms: Vec<Terms> = rows.iter().map(|r| Terms::of(r, &scales)).collect();
@@ -462,7 +529,7 @@ mod tests {
     #[test]
     fn conversion_risk_is_the_manipulation_lens_mean_and_terms_are_centred_readouts() {
         let rows = [row(2.0, -1.0, 0.5), row(-1.0, 1.0, 0.0), row(0.0, 0.0, 0.0)];
-        let m = analyze(&clip_of(&rows, Vec::new()));
+        let m = measured(&clip_of(&rows, Vec::new()));
         let s = Scales::embedded();
         let lens: Vec<f64> = rows
             .iter()
@@ -476,7 +543,8 @@ mod tests {
         assert!(
             (t.effort - (DELIBERATION.raw(&rows[0]) - s.deliberation.value_at(50.0))).abs() < 1e-12
         );
-        assert_eq!(t.alarm, 0.0);
+        // Ventral Attention at rest, against the corpus median of the alarm readout.
+        assert!((t.alarm - (0.0 - s.alarm.value_at(50.0))).abs() < 1e-12);
         // pbi = mean(DM − FP) = (1.5 − 1 + 0)/3
         assert_eq!(m.pbi, 0.17);
     }
@@ -492,8 +560,8 @@ mod tests {
             *r = row(6.0, -3.0, 0.0);
         }
         let (a, b) = (
-            analyze(&clip_of(&mild, Vec::new())),
-            analyze(&clip_of(&spike, Vec::new())),
+            measured(&clip_of(&mild, Vec::new())),
+            measured(&clip_of(&spike, Vec::new())),
         );
         // population counts seconds above the corpus median: all of `mild`, a fifth of `spike`.
         assert_eq!(a.population.per_ten, 10.0);
@@ -511,7 +579,7 @@ mod tests {
         let guarded: Vec<[f32; 7]> = (0..10)
             .map(|i| row(f32::from(i as u8) * 0.3, 3.0, 2.0))
             .collect();
-        assert!(analyze(&clip_of(&guarded, Vec::new())).cognitive_sovereignty_index > 0.0);
+        assert!(measured(&clip_of(&guarded, Vec::new())).cognitive_sovereignty_index > 0.0);
     }
 
     #[test]
@@ -601,7 +669,7 @@ mod tests {
         assert_eq!(p.quote, "Only today");
         assert!(p.why.contains("0:05"));
         assert!(
-            analyze(&clip_of(&[[0.0; 7]; 5], Vec::new()))
+            measured(&clip_of(&[[0.0; 7]; 5], Vec::new()))
                 .peak_moment
                 .is_none()
         );
@@ -623,7 +691,7 @@ mod tests {
                 ]
             })
             .collect();
-        let m = analyze(&clip_of(&rows, Vec::new()));
+        let m = measured(&clip_of(&rows, Vec::new()));
         assert!((0.0..=100.0).contains(&m.conversion_risk));
         assert!((m.sovereignty + m.conversion_risk - 100.0).abs() < 1e-9);
         assert_eq!(m.risk_band, risk_band(m.conversion_risk));
@@ -656,7 +724,7 @@ mod tests {
             let rows: Vec<[f32; 7]> = (0..len)
                 .map(|_| core::array::from_fn(|_| (r() - 0.5) * scale))
                 .collect();
-            let m = analyze(&clip_of(&rows, Vec::new()));
+            let m = measured(&clip_of(&rows, Vec::new()));
             assert!((0.0..=100.0).contains(&m.conversion_risk), "case {case}");
             assert_eq!(m.risk_band, risk_band(m.conversion_risk));
             let shares: f64 = m.mechanisms.iter().map(|s| s.share).sum();
@@ -670,5 +738,46 @@ mod tests {
                 assert!((p.end_sec as usize) < len);
             }
         }
+    }
+
+    #[test]
+    fn without_words_manipulation_is_not_assessable_and_never_reads_high() {
+        // Strong pressure (Limbic) and no deliberation: measured, this is the top band.
+        let rows = vec![row(3.0, -1.0, 0.0); 10];
+        let measured = measured(&clip_of(&rows, Vec::new()));
+        assert_eq!(measured.risk_band, "high");
+        let m = analyze(&clip_of(&rows, Vec::new()));
+        assert_eq!(m.conversion_risk, NEUTRAL);
+        assert_eq!(m.risk_band, "moderate");
+        assert_eq!(m.threat.severity, "nominal");
+        assert_eq!(m.threat.label, "Not assessable");
+        assert!(m.threat.note.contains("no words"), "{}", m.threat.note);
+        assert_eq!(m.quadrant.lowers_guard, NEUTRAL);
+        assert!(
+            m.quadrant.how.contains("not assessable"),
+            "{}",
+            m.quadrant.how
+        );
+        let ct = m
+            .circuits
+            .iter()
+            .find(|c| c.key == "critical_thinking")
+            .expect("circuit");
+        assert_eq!(ct.reading, "not assessable");
+        assert!(m.peak_moment.is_none());
+        assert_eq!(m.population.per_ten, 0.0);
+        for t in &m.timeline {
+            assert_eq!(t.effort, 0.0);
+            assert!((t.exposure - (t.reward - t.alarm)).abs() < 1e-3);
+        }
+        // The same networks with a line of speech are read as measured.
+        let words = vec![TranscriptLine {
+            start_sec: 1.0,
+            end_sec: 3.0,
+            text: "Buy it now.".into(),
+        }];
+        let spoken = analyze(&clip_of(&rows, words));
+        assert_eq!(spoken.risk_band, "high");
+        assert_ne!(spoken.threat.label, "Not assessable");
     }
 }

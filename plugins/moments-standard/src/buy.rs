@@ -15,7 +15,10 @@
 //!   each network: **reward** (limbic above its mean), **personal relevance** (default mode
 //!   above its mean), **drop in skepticism** (frontoparietal or ventral attention below its
 //!   mean). Since lens-standard 2.0.0 the list can be empty: the valuation readout can also rise on
-//!   ventral attention and frontoparietal activity, which no trigger names.
+//!   ventral attention and frontoparietal activity, which no trigger names. Up to qualia 2.7.0
+//!   ventral attention had no input and was 0 everywhere, never above its mean, so every peak
+//!   read "drop in skepticism"; since 2.8.0 it follows abrupt events (the `salience` profile)
+//!   and the trigger fires only where the alarm or deliberation is below the clip's own level.
 
 use alloc::format;
 use alloc::string::{String, ToString};

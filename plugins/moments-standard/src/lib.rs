@@ -33,7 +33,12 @@ impl MomentsPlugin for StandardMoments {
             .iter()
             .find(|s| s.lens == "purchase_intent")
             .and_then(|pi| buy::windows(clip, pi));
-        let summary = summary::write(lenses, &moments, buy.as_deref());
+        let summary = summary::write(
+            lenses,
+            &moments,
+            buy.as_deref(),
+            brainscan_sdk::text::has_words(clip),
+        );
         Ok(Detection {
             moments,
             buy_moments: buy,

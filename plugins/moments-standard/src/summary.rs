@@ -6,7 +6,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use brainscan_sdk::text::{clip_to, clock};
+use brainscan_sdk::text::{NOT_ASSESSABLE, clip_to, clock};
 use brainscan_sdk::{BuyMoment, LensSeries, Moment, risk_band, stats};
 
 use crate::moments::lens_title;
@@ -83,14 +83,28 @@ fn other_averages(others: &[(String, f64)]) -> Option<String> {
 }
 
 /// The paragraph (module docs).
-pub fn write(lenses: &[LensSeries], moments: &[Moment], buy: Option<&[BuyMoment]>) -> String {
+///
+/// `has_words`: whether the clip has a transcript with text. Without words manipulation is not
+/// assessable (`brainscan_sdk::text::NOT_ASSESSABLE`), and the paragraph says so instead of
+/// reading its neutral 50 as a level.
+pub fn write(
+    lenses: &[LensSeries],
+    moments: &[Moment],
+    buy: Option<&[BuyMoment]>,
+    has_words: bool,
+) -> String {
     let all: Vec<LensStats> = lenses.iter().map(lens_stats).collect();
     let mut parts: Vec<String> = Vec::new();
     let Some(first) = all.first() else {
         return format!("No lens was scored, so there is nothing to summarise. {CAVEAT}");
     };
     let seconds = lenses.first().map_or(0, |s| s.seconds.len());
-    parts.push(opening(seconds, first));
+    let manipulation_assessable = has_words;
+    if first.lens == "manipulation" && !manipulation_assessable {
+        parts.push(format!("This {seconds}-second clip has no words."));
+    } else {
+        parts.push(opening(seconds, first));
+    }
     let others: Vec<(String, f64)> = all
         .iter()
         .skip(1)
@@ -156,7 +170,9 @@ pub fn write(lenses: &[LensSeries], moments: &[Moment], buy: Option<&[BuyMoment]
         None => {}
     }
 
-    if let Some(m) = all.iter().find(|s| s.lens == "manipulation") {
+    if all.iter().any(|s| s.lens == "manipulation") && !manipulation_assessable {
+        parts.push(NOT_ASSESSABLE.into());
+    } else if let Some(m) = all.iter().find(|s| s.lens == "manipulation") {
         let risk = crate::moments::round_to(m.mean, 1);
         // The lens is a corpus percentile, so the band says where the clip sits among the
         // benchmark corpus's seconds, not an absolute amount of "guard-down exposure": a clip

@@ -143,17 +143,23 @@ pub const MEMORY: Readout = Readout {
     form: Form::Weighted([0.3244, 0.0, 0.0, 0.0, 0.8892, 0.1361, 0.2926]),
 };
 
-/// Valuation and approach: the `reward` profile (Limbic, Ventral Attention, Frontoparietal).
+/// Valuation and approach: the `reward` profile (Limbic, Frontoparietal) without its Ventral
+/// Attention cell.
+///
+/// Why without it (lens-standard 2.4.0, qualia 2.8.0): the profile's Ventral Attention foci are
+/// the anterior insula in reward anticipation, but the model's Ventral Attention carries the
+/// `salience` profile's abrupt events (cuts, onsets, loudness jumps), its only inputs. Read as
+/// valuation, every drum hit raised purchase intent: a melody over a still frame scored 68.
 pub const PURCHASE_INTENT: Readout = Readout {
     name: "purchase_intent",
-    form: Form::Weighted([0.0, 0.0, 0.0, 0.4513, 0.8464, 0.2828, 0.0]),
+    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.9485, 0.3169, 0.0]),
 };
 
-/// Persuasion pressure: the `emotion` and `reward` profiles at unit length, summed and
-/// rescaled (affect and valuation pulling toward the message).
+/// Persuasion pressure: the `emotion` profile and the reward readout above, each at unit
+/// length, summed and rescaled (affect and valuation pulling toward the message).
 pub const PRESSURE: Readout = Readout {
     name: "pressure",
-    form: Form::Weighted([0.0, 0.0, 0.0, 0.2415, 0.9247, 0.1513, 0.2526]),
+    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.955, 0.1653, 0.2463]),
 };
 
 /// Deliberation: the `decision_making` profile (Frontoparietal, Default Mode).
@@ -176,17 +182,36 @@ pub const MANIPULATION: Readout = Readout {
     form: Form::Contrast(&PRESSURE, &DELIBERATION),
 };
 
+/// The gut-instinct alarm of the manipulation block: Ventral Attention alone. A network prior,
+/// not a profile readout: no construct's profile is "alarm". Since qualia 2.8.0 Ventral
+/// Attention has inputs (the `salience` profile: cuts, brightness jumps, acoustic onsets and
+/// loudness jumps); it is scored on the corpus like the readouts above, so "quieter than usual"
+/// is reachable (the network's 0 is rest, and a raw z could only read "at or above rest").
+pub const ALARM: Readout = Readout {
+    name: "alarm",
+    form: Form::Weighted([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]),
+};
+
+/// Personal relevance of the manipulation block: Default Mode alone, a network prior scored on
+/// the corpus (as [`ALARM`]).
+pub const RELEVANCE: Readout = Readout {
+    name: "relevance",
+    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]),
+};
+
 /// The four default lenses, in the order the lens plugin reports them.
 pub const LENSES: [Readout; 4] = [ATTENTION, MEMORY, PURCHASE_INTENT, MANIPULATION];
 
 /// Every calibrated readout.
-pub const ALL: [Readout; 6] = [
+pub const ALL: [Readout; 8] = [
     ATTENTION,
     MEMORY,
     PURCHASE_INTENT,
     MANIPULATION,
     PRESSURE,
     DELIBERATION,
+    ALARM,
+    RELEVANCE,
 ];
 
 #[cfg(test)]

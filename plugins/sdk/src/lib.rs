@@ -342,6 +342,16 @@ pub mod text {
         best.map(|(t, _)| t)
     }
 
+    /// Whether the clip has words: a transcript line with text. Without words the
+    /// deliberation readout has no input (every language feature is absent), so persuasion
+    /// pressure has nothing to be weighed against and manipulation is not assessable.
+    pub fn has_words(clip: &Clip) -> bool {
+        clip.transcript.iter().any(|l| !l.text.trim().is_empty())
+    }
+
+    /// The one sentence the default plugins write where manipulation is not assessable.
+    pub const NOT_ASSESSABLE: &str = "Manipulation is not assessable: the clip has no words, so there is no deliberation for persuasive pressure to be weighed against. Its scores sit at the neutral 50, which is no reading, not a verdict.";
+
     /// `m:ss`, the way people write a position in a clip.
     pub fn clock(second: u32) -> String {
         format!("{}:{:02}", second / 60, second % 60)
