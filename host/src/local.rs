@@ -721,7 +721,7 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
             let mut csv = Vec::new();
             write_features_csv(&mut csv, &names, &analysed.features, analysed.modalities)?;
             std::fs::write(out.join("features.csv"), csv)?;
-            let (group, subjects) = alice::targets(&data)?;
+            let (group, subjects, excluded) = alice::targets(&data)?;
             alice::write_targets(&out.join("targets.csv"), &group)?;
             let presence = Presence {
                 video: analysed.modalities.video,
@@ -736,6 +736,10 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
                 &subjects,
                 Some(alice::after_onset_second(&data)?),
             )?;
+            let report = crate::grounding::evaluate::Report {
+                excluded_subjects: excluded,
+                ..report
+            };
             std::fs::write(
                 out.join("report.json"),
                 serde_json::to_string_pretty(&report)?,
@@ -818,7 +822,7 @@ fn print_report(r: &crate::grounding::evaluate::Report, json: bool) -> anyhow::R
     for n in &names {
         print!(" {:>15}", format!("{n} only"));
     }
-    println!(" {:>8}", "ceiling");
+    println!(" {:>8} {:>8}", "1 subj", "group");
     let ceiling = |c: Option<f64>| c.map_or("-".to_owned(), |c| format!("{c:.3}"));
     for t in &r.targets {
         print!(
@@ -831,7 +835,7 @@ fn print_report(r: &crate::grounding::evaluate::Report, json: bool) -> anyhow::R
         for (b, bb) in t.baselines.iter().zip(&t.baselines_block) {
             print!(" {:>15}", cell(b.1, bb.1));
         }
-        println!(" {:>8}", ceiling(t.ceiling));
+        println!(" {:>8} {:>8}", ceiling(t.ceiling), ceiling(t.group_ceiling));
     }
     print!(
         "{:<10} {:<18} {:>13} {:>9.3}",
@@ -843,7 +847,17 @@ fn print_report(r: &crate::grounding::evaluate::Report, json: bool) -> anyhow::R
     for (b, bb) in r.mean_baselines.iter().zip(&r.mean_baselines_block) {
         print!(" {:>15}", cell(b.1, bb.1));
     }
-    println!(" {:>8}", ceiling(r.mean_ceiling));
+    println!(
+        " {:>8} {:>8}",
+        ceiling(r.mean_ceiling),
+        ceiling(r.mean_group_ceiling)
+    );
+    println!(
+        "ceilings: '1 subj' is the leave-one-subject-out ISC, which bounds predicting one subject; 'group' is the split-half reliability of the group mean (Spearman-Brown), which bounds predicting the group-mean targets scored here"
+    );
+    for x in &r.excluded_subjects {
+        println!("left out: {x}");
+    }
     println!(
         "a/b: whole series (pre-registered) / within each of the {} contiguous blocks (mean r)",
         crate::grounding::evaluate::OUTER_FOLDS

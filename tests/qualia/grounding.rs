@@ -158,6 +158,19 @@ fn alice_first_half_meets_the_preregistered_floor() {
         "mean_fitted_r",
         shipped.nested_cv_fitted_within_block_mean_r,
     );
+    // Two ceilings for two targets, and the subject without signal left out (deviations 13-14).
+    close("mean_ceiling", shipped.ceiling_loso_isc);
+    close("mean_group_ceiling", shipped.ceiling_group_split_half);
+    let excluded = report["excluded_subjects"]
+        .as_array()
+        .expect("excluded subjects");
+    assert_eq!(excluded.len(), 1, "{excluded:?}");
+    assert!(
+        excluded[0]
+            .as_str()
+            .is_some_and(|x| x.starts_with("s33-timecourses.txt")),
+        "{excluded:?}"
+    );
     close(
         "mean_zero_shot_block_r",
         shipped.zero_shot_within_block_mean_r,

@@ -303,11 +303,14 @@ fn targets_of(columns: &[Vec<f64>]) -> Targets {
     }
 }
 
-/// The group-average targets (mean of the subjects' z-scored series) and each subject's.
+/// The group-average targets (mean of the subjects' z-scored series), each subject's, and the
+/// subjects left out with why. A subject whose time courses are constant in every ROI carries
+/// no signal and is left out (in the released set, `s33-timecourses.txt` is all zeros: counted,
+/// it pulled the leave-one-out ceiling down by a twenty-eighth).
 ///
 /// # Errors
 /// Missing or malformed time courses.
-pub fn targets(data: &Path) -> anyhow::Result<(Targets, Vec<Targets>)> {
+pub fn targets(data: &Path) -> anyhow::Result<(Targets, Vec<Targets>, Vec<String>)> {
     let dir = data.join(TIMECOURSES);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .with_context(|| format!("reading {}", dir.display()))?
@@ -316,10 +319,25 @@ pub fn targets(data: &Path) -> anyhow::Result<(Targets, Vec<Targets>)> {
         .collect();
     files.sort();
     ensure!(files.len() >= 3, "{}: fewer than 3 subjects", dir.display());
-    let subjects: Vec<Vec<Vec<f64>>> = files
-        .iter()
-        .map(|p| subject_series(p))
-        .collect::<anyhow::Result<_>>()?;
+    let mut subjects: Vec<Vec<Vec<f64>>> = Vec::new();
+    let mut excluded = Vec::new();
+    for path in &files {
+        let series = subject_series(path)?;
+        // z-scoring leaves a constant column all zeros.
+        if series.iter().all(|c| c.iter().all(|x| *x == 0.0)) {
+            let name = path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            excluded.push(format!("{name}: constant in every ROI (no signal)"));
+        } else {
+            subjects.push(series);
+        }
+    }
+    ensure!(
+        subjects.len() >= 3,
+        "{}: fewer than 3 subjects with signal",
+        dir.display()
+    );
     let group: Vec<Vec<f64>> = (0..ROIS.len())
         .map(|c| {
             (0..VOLUMES)
@@ -330,6 +348,7 @@ pub fn targets(data: &Path) -> anyhow::Result<(Targets, Vec<Targets>)> {
     Ok((
         targets_of(&group),
         subjects.iter().map(|s| targets_of(s)).collect(),
+        excluded,
     ))
 }
 

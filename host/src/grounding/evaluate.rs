@@ -393,8 +393,13 @@ pub struct TargetReport {
     pub baselines: Vec<(String, f64)>,
     /// The same, within block.
     pub baselines_block: Vec<(String, f64)>,
-    /// Leave-one-subject-out ISC, when subject-level targets were given.
+    /// Leave-one-subject-out ISC, when subject-level targets were given: the ceiling for
+    /// predicting **one subject's** series.
     pub ceiling: Option<f64>,
+    /// The split-half reliability of the group mean, Spearman–Brown corrected to the whole
+    /// group ([`split_half_ceiling`]): the ceiling for predicting the **group-mean** series, which
+    /// is what the targets are.
+    pub group_ceiling: Option<f64>,
     /// The model and the baselines over the rows after the onset (see [`AfterOnset`]), when
     /// asked for.
     pub after_onset: Option<TargetAfterOnset>,
@@ -434,7 +439,11 @@ pub struct Report {
     pub mean_baselines: Vec<(String, f64)>,
     pub mean_baselines_block: Vec<(String, f64)>,
     pub mean_ceiling: Option<f64>,
+    /// Mean of the targets' [`TargetReport::group_ceiling`].
+    pub mean_group_ceiling: Option<f64>,
     pub after_onset: Option<AfterOnset>,
+    /// Subjects left out of the targets, with why (set by the caller that read them).
+    pub excluded_subjects: Vec<String>,
 }
 
 /// A target's after-onset scores, in a report built with them.
@@ -472,6 +481,47 @@ pub fn loso_isc(subjects: &[Vec<f64>]) -> f64 {
         total += pearson(&z[i], &others);
     }
     total / n as f64
+}
+
+/// Random half-splits [`split_half_ceiling`] averages over.
+pub const SPLITS: usize = 200;
+
+/// Split-half reliability of a group-mean series, Spearman–Brown corrected to the whole group:
+/// over [`SPLITS`] random splits of the subjects into halves (fixed seed), the correlation
+/// `r` between the two halves' mean z-scored series, as `2r / (1 + r)`, averaged. This bounds
+/// how well any predictor can correlate with the group mean; [`loso_isc`] bounds one subject.
+#[must_use]
+pub fn split_half_ceiling(subjects: &[Vec<f64>]) -> f64 {
+    use rand::SeedableRng;
+    use rand::seq::SliceRandom;
+    let n = subjects.len();
+    if n < 4 {
+        return f64::NAN;
+    }
+    let z: Vec<Vec<f64>> = subjects
+        .iter()
+        .map(|s| {
+            let mut v = s.clone();
+            zscore(&mut v);
+            v
+        })
+        .collect();
+    let rows = z[0].len();
+    let half_mean = |pick: &[usize]| -> Vec<f64> {
+        (0..rows)
+            .map(|t| pick.iter().map(|j| z[*j][t]).sum::<f64>() / pick.len() as f64)
+            .collect()
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(20_161_007);
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut total = 0.0;
+    for _ in 0..SPLITS {
+        order.shuffle(&mut rng);
+        let (a, b) = order.split_at(n / 2);
+        let r = pearson(&half_mean(a), &half_mean(b));
+        total += 2.0 * r / (1.0 + r);
+    }
+    total / SPLITS as f64
 }
 
 /// Evaluates `model` on one clip's raw features against `targets` (and, for the ceiling,
@@ -526,8 +576,9 @@ pub fn evaluate(
                 })
                 .collect()
         };
-        let ceiling = (!subjects.is_empty())
-            .then(|| loso_isc(&subjects.iter().map(|s| s.column(c)).collect::<Vec<_>>()));
+        let columns: Vec<Vec<f64>> = subjects.iter().map(|s| s.column(c)).collect();
+        let ceiling = (!subjects.is_empty()).then(|| loso_isc(&columns));
+        let group_ceiling = (!subjects.is_empty()).then(|| split_half_ceiling(&columns));
         let after_onset = settled.as_ref().map(|rows| {
             let r_after = |a: &[f64], b: &[f64]| pearson(&pick(a, rows), &pick(b, rows));
             TargetAfterOnset {
@@ -545,6 +596,7 @@ pub fn evaluate(
             baselines: baseline(&pearson),
             baselines_block: baseline(&within_block_r),
             ceiling,
+            group_ceiling,
             after_onset,
         });
     }
@@ -580,6 +632,9 @@ pub fn evaluate(
         mean_fitted_r: mean(reports.iter().map(|r| r.fitted_r).collect()),
         mean_ceiling: (!subjects.is_empty())
             .then(|| mean(reports.iter().filter_map(|r| r.ceiling).collect())),
+        mean_group_ceiling: (!subjects.is_empty())
+            .then(|| mean(reports.iter().filter_map(|r| r.group_ceiling).collect())),
+        excluded_subjects: Vec::new(),
         mean_baselines,
         mean_baselines_block,
         targets: reports,
@@ -636,6 +691,28 @@ mod tests {
         let train = train_rows(&fold_of, 2, 5);
         assert!(train.iter().all(|i| *i < 35 || *i >= 65), "{train:?}");
         assert_eq!(train.len(), 70);
+    }
+
+    #[test]
+    fn split_half_ceiling_of_identical_subjects_is_one_and_of_noise_is_near_zero() {
+        let s: Vec<f64> = (0..60).map(|t| (t as f64 * 0.3).sin()).collect();
+        assert!((split_half_ceiling(&vec![s.clone(); 6]) - 1.0).abs() < 1e-9);
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let noise: Vec<Vec<f64>> = (0..8)
+            .map(|_| (0..200).map(|_| rng.random_range(-1.0..1.0)).collect())
+            .collect();
+        assert!(split_half_ceiling(&noise).abs() < 0.4);
+        // A shared signal under independent noise: reliable, but below 1.
+        let shared: Vec<Vec<f64>> = (0..8)
+            .map(|_| {
+                (0..200)
+                    .map(|t| (f64::from(t) * 0.2).sin() + rng.random_range(-1.0..1.0))
+                    .collect()
+            })
+            .collect();
+        let c = split_half_ceiling(&shared);
+        assert!(c > 0.6 && c < 0.99, "{c}");
     }
 
     #[test]
