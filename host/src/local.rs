@@ -858,6 +858,21 @@ fn print_report(r: &crate::grounding::evaluate::Report, json: bool) -> anyhow::R
     for x in &r.excluded_subjects {
         println!("left out: {x}");
     }
+    let uncertain = |name: &str, u: &crate::grounding::evaluate::Uncertainty| {
+        println!(
+            "  {name:<14} 95% interval [{:.3}, {:.3}], null SD {:.3}, p {:.3}",
+            u.interval[0], u.interval[1], u.null_sd, u.p
+        );
+    };
+    println!(
+        "mean whole-series r: moving-block bootstrap interval ({} rows a block) and phase-randomised null ({} resamples each):",
+        crate::grounding::evaluate::BLOCK_ROWS,
+        crate::grounding::evaluate::RESAMPLES
+    );
+    uncertain("zero-shot", &r.mean_zero_shot_uncertainty);
+    for (name, u) in &r.mean_baselines_uncertainty {
+        uncertain(&format!("{name} only"), u);
+    }
     println!(
         "a/b: whole series (pre-registered) / within each of the {} contiguous blocks (mean r)",
         crate::grounding::evaluate::OUTER_FOLDS

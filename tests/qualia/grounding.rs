@@ -161,6 +161,23 @@ fn alice_first_half_meets_the_preregistered_floor() {
     // Two ceilings for two targets, and the subject without signal left out (deviations 13-14).
     close("mean_ceiling", shipped.ceiling_loso_isc);
     close("mean_group_ceiling", shipped.ceiling_group_split_half);
+    // Every mean r has an interval and a null (deviation 16): the null SD of a six-ROI mean of
+    // smooth series is near 0.1, so the 0.10 floor sits at about one SD of chance.
+    let u = &report["mean_zero_shot_uncertainty"];
+    let (lo, hi, null_sd) = (
+        u["interval"][0].as_f64().expect("low"),
+        u["interval"][1].as_f64().expect("high"),
+        u["null_sd"].as_f64().expect("null SD"),
+    );
+    assert!(lo < mean && mean < hi, "{u}");
+    assert!((0.05..0.15).contains(&null_sd), "{u}");
+    assert_eq!(
+        report["mean_baselines_uncertainty"]
+            .as_array()
+            .map(Vec::len),
+        Some(2),
+        "{report}"
+    );
     let excluded = report["excluded_subjects"]
         .as_array()
         .expect("excluded subjects");

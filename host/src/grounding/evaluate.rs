@@ -444,6 +444,10 @@ pub struct Report {
     pub after_onset: Option<AfterOnset>,
     /// Subjects left out of the targets, with why (set by the caller that read them).
     pub excluded_subjects: Vec<String>,
+    /// The whole-series [`Report::mean_zero_shot_r`]'s interval and null.
+    pub mean_zero_shot_uncertainty: Uncertainty,
+    /// The same for each of [`Report::mean_baselines`].
+    pub mean_baselines_uncertainty: Vec<(String, Uncertainty)>,
 }
 
 /// A target's after-onset scores, in a report built with them.
@@ -481,6 +485,147 @@ pub fn loso_isc(subjects: &[Vec<f64>]) -> f64 {
         total += pearson(&z[i], &others);
     }
     total / n as f64
+}
+
+/// The seed of every [`uncertainty`] in a report, so reports reproduce.
+pub const UNCERTAINTY_SEED: u64 = 20_161_007;
+
+/// Resamples behind [`Uncertainty`]'s interval and null.
+pub const RESAMPLES: usize = 1000;
+/// Rows per block of the moving-block bootstrap: 10 volumes (20 s at the Alice TR), longer than
+/// the haemodynamic response's memory, so a block keeps the autocorrelation a smooth regressor
+/// and its target share.
+pub const BLOCK_ROWS: usize = 10;
+
+/// The uncertainty of a mean correlation over targets.
+///
+/// Why both: the rows of an fMRI series and of an HRF-convolved regressor are strongly
+/// autocorrelated. An interval from resampling single rows would be far too narrow, and a
+/// floor such as 0.10 means nothing without knowing how large a mean r arises by chance
+/// between smooth series.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Uncertainty {
+    /// 95 % percentile interval of a moving-block bootstrap over rows ([`BLOCK_ROWS`]), the
+    /// same rows for every target so their dependence is kept.
+    pub interval: [f64; 2],
+    /// Standard deviation of the mean r under a phase-randomised null: each target replaced by
+    /// a series with its own amplitude spectrum and random phases (the same phases for every
+    /// target), correlated with the same predictions.
+    pub null_sd: f64,
+    /// One-sided p of the observed mean r under that null, `(1 + #null ≥ observed) / (1 + N)`.
+    pub p: f64,
+}
+
+/// A prediction and its target, row for row.
+type Pair = (Vec<f64>, Vec<f64>);
+
+fn mean_r(pairs: &[Pair], rows: Option<&[usize]>) -> f64 {
+    let r = |(a, b): &Pair| match rows {
+        Some(rows) => {
+            let pick = |v: &[f64]| -> Vec<f64> { rows.iter().map(|&i| v[i]).collect() };
+            pearson(&pick(a), &pick(b))
+        }
+        None => pearson(a, b),
+    };
+    pairs.iter().map(r).sum::<f64>() / pairs.len().max(1) as f64
+}
+
+/// `(cos, sin)` of `2π j / n` for `j < n`: the one table [`dft`] and [`with_phases`] read.
+fn unit_circle(n: usize) -> Vec<(f64, f64)> {
+    (0..n)
+        .map(|j| {
+            let a = std::f64::consts::TAU * j as f64 / n as f64;
+            (a.cos(), a.sin())
+        })
+        .collect()
+}
+
+/// The discrete Fourier transform of a real series, `(re, im)` per frequency (a plain O(n²)
+/// sum over a table of the unit circle: the series here are a few hundred rows).
+fn dft(x: &[f64], circle: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let n = x.len();
+    (0..n)
+        .map(|k| {
+            x.iter().enumerate().fold((0.0, 0.0), |(re, im), (t, v)| {
+                let (c, s) = circle[k * t % n];
+                (re + v * c, im - v * s)
+            })
+        })
+        .collect()
+}
+
+/// A real series with the amplitude spectrum of `spectrum` (from [`dft`]) and its phases
+/// turned by `phases` (one per frequency 1..n/2, mirrored so the result is real).
+fn with_phases(spectrum: &[(f64, f64)], phases: &[f64], circle: &[(f64, f64)]) -> Vec<f64> {
+    let n = spectrum.len();
+    let mut turned = spectrum.to_vec();
+    for k in 1..n.div_ceil(2) {
+        let (re, im) = spectrum[k];
+        let (s, c) = phases[k].sin_cos();
+        turned[k] = (re * c - im * s, re * s + im * c);
+        turned[n - k] = (turned[k].0, -turned[k].1);
+    }
+    (0..n)
+        .map(|t| {
+            turned.iter().enumerate().fold(0.0, |acc, (k, (re, im))| {
+                let (c, s) = circle[k * t % n];
+                acc + re * c - im * s
+            }) / n as f64
+        })
+        .collect()
+}
+
+/// The [`Uncertainty`] of the mean over `pairs` of `pearson(prediction, target)`, each pair's
+/// series of equal length, with a fixed seed so the report reproduces.
+#[must_use]
+pub fn uncertainty(pairs: &[Pair], seed: u64) -> Uncertainty {
+    use rand::{Rng, SeedableRng};
+    let n = pairs.first().map_or(0, |p| p.0.len().min(p.1.len()));
+    let observed = mean_r(pairs, None);
+    if n < 2 * BLOCK_ROWS {
+        return Uncertainty {
+            interval: [f64::NAN; 2],
+            null_sd: f64::NAN,
+            p: f64::NAN,
+        };
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut boot: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            let mut rows = Vec::with_capacity(n + BLOCK_ROWS);
+            while rows.len() < n {
+                let start = rng.random_range(0..=n - BLOCK_ROWS);
+                rows.extend(start..start + BLOCK_ROWS);
+            }
+            rows.truncate(n);
+            mean_r(pairs, Some(&rows))
+        })
+        .collect();
+    boot.sort_by(f64::total_cmp);
+    let at = |q: f64| boot[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
+    let circle = unit_circle(n);
+    let spectra: Vec<Vec<(f64, f64)>> = pairs.iter().map(|(_, y)| dft(&y[..n], &circle)).collect();
+    let null: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            let phases: Vec<f64> = (0..n)
+                .map(|_| rng.random_range(0.0..std::f64::consts::TAU))
+                .collect();
+            let surrogate: Vec<Pair> = pairs
+                .iter()
+                .zip(&spectra)
+                .map(|((x, _), s)| (x[..n].to_vec(), with_phases(s, &phases, &circle)))
+                .collect();
+            mean_r(&surrogate, None)
+        })
+        .collect();
+    let m = null.iter().sum::<f64>() / null.len() as f64;
+    let sd = (null.iter().map(|v| (v - m).powi(2)).sum::<f64>() / null.len() as f64).sqrt();
+    let above = null.iter().filter(|v| **v >= observed).count();
+    Uncertainty {
+        interval: [at(0.025), at(0.975)],
+        null_sd: sd,
+        p: (1 + above) as f64 / (1 + RESAMPLES) as f64,
+    }
 }
 
 /// Random half-splits [`split_half_ceiling`] averages over.
@@ -560,9 +705,21 @@ pub fn evaluate(
         }
     }
     let mut reports = Vec::new();
+    let mut model_pairs = Vec::new();
+    let mut baseline_pairs: Vec<(String, Vec<Pair>)> = BASELINES
+        .iter()
+        .filter(|name| model.features.iter().any(|x| x == *name))
+        .map(|name| ((*name).to_owned(), Vec::new()))
+        .collect();
     for (c, (label, network)) in targets.columns.iter().enumerate() {
         let y = targets.column(c);
         let zero: Vec<f64> = d.prediction.column(*network).iter().copied().collect();
+        model_pairs.push((zero.clone(), y.clone()));
+        for (name, pairs) in &mut baseline_pairs {
+            if let Some(k) = model.features.iter().position(|x| x == name) {
+                pairs.push((d.x.column(k).iter().copied().collect(), y.clone()));
+            }
+        }
         let w0 =
             DVector::from_iterator(f, (0..f).map(|k| f64::from(model.weights[network * f + k])));
         let (pred, lambdas) = nested_fit(&d.x, &DVector::from_vec(y.clone()), &w0)?;
@@ -635,6 +792,11 @@ pub fn evaluate(
         mean_group_ceiling: (!subjects.is_empty())
             .then(|| mean(reports.iter().filter_map(|r| r.group_ceiling).collect())),
         excluded_subjects: Vec::new(),
+        mean_zero_shot_uncertainty: uncertainty(&model_pairs, UNCERTAINTY_SEED),
+        mean_baselines_uncertainty: baseline_pairs
+            .iter()
+            .map(|(name, pairs)| (name.clone(), uncertainty(pairs, UNCERTAINTY_SEED)))
+            .collect(),
         mean_baselines,
         mean_baselines_block,
         targets: reports,
@@ -713,6 +875,55 @@ mod tests {
             .collect();
         let c = split_half_ceiling(&shared);
         assert!(c > 0.6 && c < 0.99, "{c}");
+    }
+
+    #[test]
+    fn a_smooth_series_has_a_wide_null_and_a_shared_one_a_tight_interval_above_it() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        // Smooth, unrelated series (random walks): chance correlations are large.
+        let walk = |rng: &mut rand::rngs::StdRng| -> Vec<f64> {
+            let mut v = 0.0;
+            (0..180)
+                .map(|_| {
+                    v += rng.random_range(-1.0..1.0);
+                    v
+                })
+                .collect()
+        };
+        let unrelated: Vec<(Vec<f64>, Vec<f64>)> =
+            (0..3).map(|_| (walk(&mut rng), walk(&mut rng))).collect();
+        let smooth = uncertainty(&unrelated, 1);
+        let white: Vec<(Vec<f64>, Vec<f64>)> = (0..3)
+            .map(|_| {
+                let mut noise = || (0..180).map(|_| rng.random_range(-1.0..1.0)).collect();
+                (noise(), noise())
+            })
+            .collect();
+        let white = uncertainty(&white, 1);
+        // White noise: about 1 / sqrt(180 * 3) = 0.043.
+        assert!((0.025..0.065).contains(&white.null_sd), "{white:?}");
+        assert!(
+            smooth.null_sd > 1.5 * white.null_sd,
+            "{smooth:?} vs {white:?}"
+        );
+        // A prediction that is the target plus a little noise: r near 1, far outside the null.
+        let related: Vec<(Vec<f64>, Vec<f64>)> = (0..3)
+            .map(|_| {
+                let y = walk(&mut rng);
+                let x = y.iter().map(|v| v + rng.random_range(-0.5..0.5)).collect();
+                (x, y)
+            })
+            .collect();
+        let u = uncertainty(&related, 1);
+        assert!(u.interval[0] > 0.9 && u.interval[1] <= 1.0, "{u:?}");
+        assert!(u.p < 0.01, "{u:?}");
+        // The phase-randomised surrogate keeps the amplitude spectrum: with zero added phase it
+        // is the series itself.
+        let y = walk(&mut rng);
+        let circle = unit_circle(y.len());
+        let back = with_phases(&dft(&y, &circle), &vec![0.0; y.len()], &circle);
+        assert!(y.iter().zip(&back).all(|(a, b)| (a - b).abs() < 1e-9));
     }
 
     #[test]
