@@ -5,6 +5,11 @@
 //! - the face cascade fired on test patterns (6 of 20 seconds of `testsrc2`);
 //! - a clip without words read manipulation as a verdict (92.8, `high`, `critical`);
 //! - the speech stage read the raw track, so playback gain moved the transcript.
+//!
+//! These are design and plumbing checks on generated probes and the corpus, not evidence that
+//! the model is right: they show that no client-facing number follows an artefact of the
+//! machinery. The evidence for the weights is the Neurosynth profiles and the Alice first half
+//! (`grounding.rs`); the face detector's precision and recall are in `faces.rs`.
 
 use brainscan::inference::QualiaOutput;
 use brainscan::inference::v2::{FEATURE_COUNT_V2, feature_index};
@@ -34,8 +39,8 @@ fn face_presence(out: &QualiaOutput) -> Vec<f32> {
 /// Attention (std 0) left the alarm at its usual level and put "drop in skepticism" in every
 /// buy trigger. Over the corpus and two probes (a spoken pitch, a narrated still picture), the
 /// alarm circuit must read both raised and lowered, coercive authority must take a share, and
-/// buy triggers must both name and not name a drop in skepticism. It fails for a modelling
-/// reason: a network that no feature's construct reaches, or inputs that never vary.
+/// buy triggers must both name and not name a drop in skepticism. A plumbing check: it fails
+/// when a network has no input or its inputs never vary, not when a weight is wrong.
 #[tokio::test]
 async fn every_network_moves_and_its_texts_go_both_ways() {
     let model = qualia().model.clone();
@@ -108,8 +113,8 @@ async fn every_network_moves_and_its_texts_go_both_ways() {
 /// A phrase followed by silence: once the sound stops, the response decays to rest and stays
 /// there. With the undershoot in stimulus time, every network the speech drove fell below rest
 /// for about ten seconds (purchase intent read 96 while the words were spoken, then 18: "below
-/// neutral" because the sound had stopped). It fails for the reason it guards: any kernel or
-/// weight that lets the end of a stimulus read as negative drive.
+/// neutral" because the sound had stopped). A design check of the response kernel: it fails for
+/// any kernel or weight that lets the end of a stimulus read as negative drive.
 #[tokio::test]
 async fn the_sound_stopping_is_not_a_dip_below_rest() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -460,6 +460,18 @@ fn after(r: &TargetReport) -> &TargetAfterOnset {
 /// Features the baselines are built from, when the model has them.
 pub const BASELINES: [&str; 2] = ["loudness", "word_rate"];
 
+/// Each subject's series z-scored on its own (a copy).
+fn zscored(subjects: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    subjects
+        .iter()
+        .map(|s| {
+            let mut v = s.clone();
+            zscore(&mut v);
+            v
+        })
+        .collect()
+}
+
 /// Leave-one-subject-out ISC of one column: each subject's z-scored series against the mean of
 /// the others', averaged over subjects.
 #[must_use]
@@ -469,14 +481,7 @@ pub fn loso_isc(subjects: &[Vec<f64>]) -> f64 {
         return f64::NAN;
     }
     let rows = subjects[0].len();
-    let z: Vec<Vec<f64>> = subjects
-        .iter()
-        .map(|s| {
-            let mut v = s.clone();
-            zscore(&mut v);
-            v
-        })
-        .collect();
+    let z = zscored(subjects);
     let mut total = 0.0;
     for i in 0..n {
         let others: Vec<f64> = (0..rows)
@@ -487,7 +492,7 @@ pub fn loso_isc(subjects: &[Vec<f64>]) -> f64 {
     total / n as f64
 }
 
-/// The seed of every [`uncertainty`] in a report, so reports reproduce.
+/// The seed of every resampling in a report ([`uncertainty`], [`split_half_ceiling`]), so reports reproduce.
 pub const UNCERTAINTY_SEED: u64 = 20_161_007;
 
 /// Resamples behind [`Uncertainty`]'s interval and null.
@@ -643,21 +648,14 @@ pub fn split_half_ceiling(subjects: &[Vec<f64>]) -> f64 {
     if n < 4 {
         return f64::NAN;
     }
-    let z: Vec<Vec<f64>> = subjects
-        .iter()
-        .map(|s| {
-            let mut v = s.clone();
-            zscore(&mut v);
-            v
-        })
-        .collect();
+    let z = zscored(subjects);
     let rows = z[0].len();
     let half_mean = |pick: &[usize]| -> Vec<f64> {
         (0..rows)
             .map(|t| pick.iter().map(|j| z[*j][t]).sum::<f64>() / pick.len() as f64)
             .collect()
     };
-    let mut rng = rand::rngs::StdRng::seed_from_u64(20_161_007);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(UNCERTAINTY_SEED);
     let mut order: Vec<usize> = (0..n).collect();
     let mut total = 0.0;
     for _ in 0..SPLITS {
