@@ -8,6 +8,7 @@ mod cli;
 mod cortex_video;
 mod faces;
 mod grounding;
+mod known_groups;
 mod lenses;
 mod motion_energy;
 mod parity;
