@@ -336,7 +336,15 @@ pub fn clip_of(q: &QualiaOutput) -> ClipData {
         networks: q.networks.clone(),
         video: q.modalities.video,
         audio: q.modalities.audio,
-        transcript: Vec::new(),
+        // What the model heard, so every caller (the scan, `model corpus`, the tests) gives the
+        // plugins the words the networks were computed from. Up to qualia 2.8.0 this was empty
+        // here, and only the scan path added the transcript: the benchmark table and the test
+        // harness scored every speech clip's manipulation as "not assessable".
+        transcript: q
+            .heard
+            .as_ref()
+            .map(|h| h.lines.clone())
+            .unwrap_or_default(),
     }
 }
 
