@@ -8,8 +8,8 @@
 //! - [`evaluate`]: held-out correlation, baselines and ceilings, and the ridge-toward-the-prior
 //!   fit with nested cross-validation.
 //!
-//! The reference data is read from `$BRAINSCAN_REFERENCE_DATA`, else `../shared/data` beside the
-//! repository (see [`reference_data_dir`]). Every file is treated as untrusted: sizes are
+//! The reference data is read from `$BRAINSCAN_REFERENCE_DATA`, else from the copy in
+//! `models/reference` (see [`reference_data_dir`]). Every file is treated as untrusted: sizes are
 //! bounded and malformed rows fail with the file and line named.
 
 pub mod alice;
@@ -21,16 +21,19 @@ pub use crate::stats::pearson;
 
 use std::path::{Path, PathBuf};
 
-/// Where the reference data lives: `$BRAINSCAN_REFERENCE_DATA`, else `../shared/data` relative
-/// to the repository root (the layout the project is developed in), else `None`.
+/// Where the reference data lives: `$BRAINSCAN_REFERENCE_DATA` when set, else the copy that
+/// travels with the repository (`models/reference`, with its licences and `SHA256SUMS`), so the
+/// tests pass on any clone.
 #[must_use]
 pub fn reference_data_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("BRAINSCAN_REFERENCE_DATA") {
         return Some(PathBuf::from(dir));
     }
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
-    let beside = repo.parent()?.join("shared").join("data");
-    beside.is_dir().then_some(beside)
+    let copy = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()?
+        .join("models")
+        .join("reference");
+    copy.is_dir().then_some(copy)
 }
 
 /// Reads a file of at most `max` bytes.

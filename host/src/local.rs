@@ -774,8 +774,8 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
     }
 }
 
-/// The reference data folder: the flag or `$BRAINSCAN_REFERENCE_DATA`, else `../shared/data`
-/// beside the repository.
+/// The reference data folder: the flag or `$BRAINSCAN_REFERENCE_DATA`, else the repository's
+/// copy (`models/reference`).
 fn reference_data(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     flag.or_else(crate::grounding::reference_data_dir).context(
         "no reference data: pass --data DIR or set BRAINSCAN_REFERENCE_DATA to the folder holding neurosynth-v7/ and alice-brennan2016/",

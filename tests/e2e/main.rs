@@ -13,6 +13,7 @@ mod connections;
 mod console;
 mod cortex;
 mod crafted_media;
+mod docs;
 mod intelligence;
 mod local_analyze;
 mod mcp;

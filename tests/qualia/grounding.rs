@@ -262,3 +262,47 @@ fn alice_first_half_meets_the_preregistered_floor() {
         assert!(t["ceiling"].as_f64().expect("ceiling") > 0.0, "{t}");
     }
 }
+
+/// The copy of the reference data that travels with the repository is the one its checksums
+/// name: every file in `models/reference/SHA256SUMS` exists with that sha256, and no data file
+/// is missing from the list. A plumbing check on the inputs every grounding figure comes from.
+#[test]
+fn the_reference_data_copy_matches_its_checksums() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/reference");
+    let sums = std::fs::read_to_string(root.join("SHA256SUMS")).expect("SHA256SUMS");
+    let mut listed = std::collections::BTreeSet::new();
+    for line in sums.lines() {
+        let (sum, name) = line.split_once("  ").expect("sha256sum format");
+        let bytes = std::fs::read(root.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            brainscan::inference::model::checksum(&bytes),
+            format!("sha256:{sum}"),
+            "{name} differs from its recorded sha256"
+        );
+        listed.insert(name.to_owned());
+    }
+    for dir in ["neurosynth-v7", "alice-brennan2016"] {
+        for entry in walk(&root.join(dir)) {
+            let name = entry
+                .strip_prefix(&root)
+                .expect("inside")
+                .to_string_lossy()
+                .into_owned();
+            assert!(listed.contains(&name), "{name} is not in SHA256SUMS");
+        }
+    }
+    assert!(listed.len() >= 90, "{} files listed", listed.len());
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
