@@ -120,23 +120,26 @@ fn every_command_line_in_the_docs_parses() {
                 };
                 let command = rest.split(['|', '#']).next().unwrap_or_default();
                 let tokens: Vec<&str> = command.split_whitespace().collect();
+                // The subcommand path: each word that extends it to a command `--help`
+                // accepts. Other tokens are flags, their values and positional arguments
+                // (`admin --data-dir data org create my-team`).
                 let mut words: Vec<String> = Vec::new();
+                let mut usage = String::new();
                 for t in &tokens {
                     if !word.is_match(t) {
-                        break;
+                        continue;
                     }
                     let mut next = words.clone();
                     next.push((*t).to_owned());
-                    if help(&mut cache, &next).is_none() {
-                        break;
+                    if let Some(text) = help(&mut cache, &next) {
+                        usage.push_str(&text);
+                        words = next;
                     }
-                    words = next;
                 }
                 if words.is_empty() {
                     problems.push(format!("{}: `{line}`: no subcommand", path.display()));
                     continue;
                 }
-                let usage = help(&mut cache, &words).unwrap_or_default();
                 checked += 1;
                 for t in tokens {
                     if let Some(flag) = t.strip_prefix("--") {
@@ -150,7 +153,7 @@ fn every_command_line_in_the_docs_parses() {
                         }
                         if !usage.contains(&format!("--{flag}")) {
                             problems.push(format!(
-                                "{}: `{line}`: `brainscan {} --help` has no --{flag}",
+                                "{}: `{line}`: no --{flag} in `brainscan {} --help` or its parents",
                                 path.display(),
                                 words.join(" ")
                             ));
