@@ -126,21 +126,27 @@ fn alice_first_half_meets_the_preregistered_floor() {
     let loudness = baseline(&report["mean_baselines"], "loudness");
     println!("{}", serde_json::to_string_pretty(&report).expect("json"));
     // The floor registered in EVALUATION-PLAN.md before the first run: (1) mean r >= 0.10 and
-    // (2) above the loudness-only baseline. (1) is met; (2) is not, and the model card says so.
-    // The second assertion pins that failure: a model that beats loudness fails it until the
-    // card and this line are updated, so neither can go stale.
+    // (2) above the loudness-only baseline. (1) has always been met; (2) failed up to 2.8.0
+    // (0.292 against 0.303) and is met since 2.9.0 by a margin far inside both intervals
+    // (0.316 against 0.303). Word rate alone is still above the model, and that is pinned too,
+    // so a model that passes it fails here until the card and this test are updated.
     assert!(
         mean >= 0.10,
         "zero-shot mean r {mean:.3} is under the floor 0.10"
     );
     assert!(
-        mean <= loudness,
-        "zero-shot mean r {mean:.3} now beats loudness only ({loudness:.3}): update the model card (README, Alice table) and this test"
+        mean > loudness,
+        "zero-shot mean r {mean:.3} no longer beats loudness only ({loudness:.3}): update the model card (README, Alice table) and this test"
+    );
+    let word_rate = baseline(&report["mean_baselines"], "word_rate");
+    assert!(
+        mean < word_rate,
+        "zero-shot mean r {mean:.3} now beats word rate only ({word_rate:.3}): update the model card, the summary and this test"
     );
     // The figures the card reports, to three decimals.
     assert!(
-        (mean - 0.292).abs() < 0.0015,
-        "zero-shot mean r is {mean:.3}; the card says 0.292"
+        (mean - 0.316).abs() < 0.0015,
+        "zero-shot mean r is {mean:.3}; the card says 0.316"
     );
     assert!(
         (loudness - 0.303).abs() < 0.0015,

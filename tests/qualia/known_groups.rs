@@ -6,8 +6,9 @@
 //!
 //! A validity test: the orderings follow from what the constructs are, not from the weights,
 //! so a model whose features do not carry a construct fails its row whatever its weights are.
-//! Rows that pass are asserted; rows that fail are pinned at their measured mean difference,
-//! so the model card's table ("Known-groups validity") cannot go stale.
+//! Every row passes on qualia 2.9.0 (the first run, on 2.8.0, failed five: the model card's
+//! table "Known-groups validity" has both runs); each row's mean difference is pinned at the
+//! card's figure, so the card cannot go stale.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -370,7 +371,42 @@ async fn the_lenses_order_known_groups_as_their_names_say() {
     let s2 = silent_purchase.iter().all(|p| (45.0..=55.0).contains(p));
     println!("S1 manipulation 50 every second: {silent_exact}");
     println!("S2 purchase intent within 45-55: {s2} ({silent_purchase:.1?})");
+    // Every registered row passes on qualia 2.9.0 with lens-standard 2.5.0 (the first run, on
+    // 2.8.0, failed M1, M2, M3, P2 and P3: the model card has both tables). Each row's mean
+    // difference is pinned at the card's figure, so the card cannot go stale.
     assert!(silent_exact, "S1");
     assert!(s2, "S2: {silent_purchase:?}");
-    let _ = results;
+    let card = [
+        ("M1 manipulation H > F", 46.2),
+        ("M2 manipulation H > N", 44.8),
+        ("M3 manipulation C+ > C-", 5.3),
+        ("P1 purchase intent H > N", 56.3),
+        ("P2 purchase intent F > N", 13.6),
+        ("P3 purchase intent H > E", 12.6),
+        ("A1 attention moving > still", 47.2),
+        ("R1 memory E > N", 23.6),
+    ];
+    for (id, figure) in card {
+        let (passes, mean, in_order) = results[id];
+        assert!(passes, "{id}: {mean:+.1}, {in_order} of 16 in order");
+        assert!(
+            (mean - figure).abs() < 1.0,
+            "{id}: mean difference {mean:+.1}; the model card says {figure:+.1}: update it"
+        );
+    }
+    // The transcript lexicon agrees with the lens in sign: more tactics in the hard sells than
+    // in the facts, and in the call-to-action twins than in the facts (which have none).
+    assert!(
+        tactics[&Group::HardSell] > tactics[&Group::Facts],
+        "{tactics:?}"
+    );
+    assert!(
+        tactics[&Group::CallToAction] > tactics[&Group::Facts],
+        "{tactics:?}"
+    );
+    assert_eq!(
+        tactics[&Group::Neutral] + tactics[&Group::Emotional],
+        0,
+        "{tactics:?}"
+    );
 }

@@ -149,7 +149,7 @@ pub fn corpus_clips(model: &Model) -> Vec<PathBuf> {
                 .expect("file")
                 .trim_end_matches(".csv")
                 .to_owned();
-            ["mp4", "wav"]
+            ["mp4", "wav", "webm", "mp3"]
                 .iter()
                 .map(|e| media.join(format!("{stem}.{e}")))
                 .find(|p| p.exists())

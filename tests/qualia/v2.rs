@@ -617,3 +617,55 @@ fn a_low_signal_result_says_nothing_to_read() {
     assert!(r.moments.is_empty() && r.buy_moments.is_none());
     assert!(r.summary.starts_with("Nothing to read"), "{}", r.summary);
 }
+
+/// A clip a fraction of a second over the length limit is accepted (containers overshoot by a
+/// few milliseconds) and read for the limit's seconds; its reported duration is the span read,
+/// so the plugins get the one row per started second their contract asks for. Before, the
+/// 180.013 s lecture of the reference corpus had 180 rows and a duration of 180.013 s, and the
+/// host refused to send it to the lens plugin (a scan of such a clip failed `plugin_failed`).
+#[tokio::test]
+async fn a_clip_just_over_the_limit_is_read_to_the_limit_and_scored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    ffmpeg(
+        d,
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=320x180:r=25",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=f=440:r=22050",
+            "-t",
+            "6.3",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-c:a",
+            "aac",
+            "over.mp4",
+        ],
+    );
+    let path = d.join("over.mp4");
+    let info = brainscan::media::probe::probe(&path, std::time::Duration::from_secs(30))
+        .await
+        .expect("probe");
+    assert!(info.duration_sec.is_some_and(|s| s > 6.0), "{info:?}");
+    let out = qualia()
+        .analyse(&path, &info, 6, None)
+        .await
+        .expect("analyse");
+    assert_eq!(out.networks.len(), 6);
+    assert!(
+        (out.duration_sec - 6.0).abs() < 1e-9,
+        "{}",
+        out.duration_sec
+    );
+    let (_, _, series) = lens_series(&out).await;
+    assert!(series.iter().all(|s| s.seconds.len() == 6));
+}

@@ -29,6 +29,11 @@
 //!   Somatomotor, the voice, and reads as `speech_auditory`, r 0.84). It is pinned below as a
 //!   known failure, so the test fails, and the card must change, if it starts to pass or the
 //!   others stop.
+//! - qualia 2.9.0 (profiles at 10 mm, three new semantic axes): **intelligible vs reversed
+//!   speech fails** (r 0.43 with `language`, rank 3; best `social` 0.64), and is pinned beside
+//!   speech vs music. The contrast is Default Mode, Frontoparietal and Somatomotor with Limbic
+//!   at 0, and the `language` row is led by Limbic −0.69, which positive-only weights cannot
+//!   produce.
 //!
 //! Stimuli: all generated here (espeak-ng, ffmpeg's test sources) except the faces pair, which
 //! is the `carphone` talking-head sequence upright against the same frames flipped upside down
@@ -48,7 +53,7 @@ const FLOOR: f64 = 0.5;
 /// The registered worst rank of a contrast's own construct among the profile rows (1 = best).
 const WORST_RANK: usize = 3;
 /// Contrasts that fail the registered floor with the shipped model, as the model card says.
-const KNOWN_FAILURES: [&str; 1] = ["speech vs music"];
+const KNOWN_FAILURES: [&str; 2] = ["speech vs music", "intelligible vs reversed speech"];
 
 /// One contrast: the clip with the construct, the matched clip without it, and the profile row.
 struct Contrast {

@@ -6,7 +6,7 @@
 //! them). Only studies whose foci are in MNI space are used: Talairach studies are left out
 //! rather than converted. Each focus is assigned to the Yeo-7 network of the nearest
 //! Schaefer-400 parcel centroid, and foci farther than [`MAX_CENTROID_MM`] from every centroid
-//! (subcortex, cerebellum, white matter) are not cortical and are dropped.
+//! (subcortex, cerebellum, white matter, and cortex far from any parcel centre) are dropped.
 //!
 //! **Statistic.** For each network, the log odds ratio of a focus falling in that network for
 //! studies about the construct versus all other MNI studies, with 0.5 added to every cell
@@ -34,8 +34,20 @@ pub const CENTROIDS: &str =
 
 /// A study is about a construct when its topics hold at least this share of its abstract.
 pub const TOPIC_THRESHOLD: f64 = 0.10;
-/// Foci farther than this from every parcel centroid are not cortical.
-pub const MAX_CENTROID_MM: f64 = 15.0;
+/// Foci farther than this from every parcel centroid are not assigned to a network.
+///
+/// 10 mm since qualia 2.9.0 (15 mm before). At 15 mm the nearest-centroid rule gave amygdala
+/// and striatum foci to temporal-pole and orbitofrontal parcels, so affective constructs read
+/// as Limbic-led from tissue that is not cortex. The radius is set by anatomical reference
+/// points, not by the profiles it yields: the cortical Limbic points (orbitofrontal 8.9 mm,
+/// medial orbitofrontal 8.5 mm, temporal pole 9.8 mm from their nearest centroids) are kept,
+/// and the amygdala (15-17 mm), ventral striatum and caudate (18 mm), putamen (17 mm) and
+/// thalamus (23 mm) are dropped. The median focus distance (7.9 mm), which issue 42 proposed,
+/// drops the cortical Limbic points too: the reward profile's Limbic cell was then no longer
+/// credible and purchase intent would have read Frontoparietal alone. The hippocampus body
+/// (9.2 mm, nearest a Visual parcel) is still assigned: a radius cannot part it from the
+/// temporal pole. The profiles before and after are in the model card.
+pub const MAX_CENTROID_MM: f64 = 10.0;
 pub const BOOTSTRAP: usize = 1000;
 const SEED: u64 = 20_161_007;
 
@@ -86,6 +98,15 @@ pub const CONSTRUCTS: &[Construct] = &[
         name: "reward",
         topics: &[(7, "reward")],
         meaning: "reward, anticipation and valuation",
+    },
+    // Threat and the fear of loss, the construct the pressure axis stands for (urgency, scarcity,
+    // "don't miss out"). Topic 13 is the only LDA-50 topic led by fear and threat; its studies
+    // also cover cue-driven craving (smokers, drug cues), which is the other half of a hard sell's
+    // pull (a cue that demands acting now), not deliberation.
+    Construct {
+        name: "fear",
+        topics: &[(13, "fear")],
+        meaning: "threat, fear conditioning and cue-driven craving",
     },
     Construct {
         name: "attention",

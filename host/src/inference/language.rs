@@ -40,7 +40,7 @@ use crate::plugins::bindings::TranscriptLine;
 use crate::speech::vad::{self, Region};
 
 /// Language features per second.
-pub const LANGUAGE_FEATURES: usize = 8;
+pub const LANGUAGE_FEATURES: usize = 4 + AXES.len();
 /// Seconds of transcript in one semantic window.
 const WINDOW_SECS: usize = 4;
 /// Voice below this much (seconds, over two seconds) gives no intelligibility reading.
@@ -81,8 +81,8 @@ pub struct Axis {
     pub anchors: &'static [&'static str],
 }
 
-/// The four axes, in feature order (`axis_social`, …).
-pub const AXES: [Axis; 4] = [
+/// The six axes, in feature order (`axis_social`, …).
+pub const AXES: [Axis; 6] = [
     Axis {
         name: "social",
         meaning: "people, relationships and social interaction",
@@ -119,16 +119,44 @@ pub const AXES: [Axis; 4] = [
             "twenty five percent off everything",
         ],
     },
+    // Since qualia 2.9.0 the one "imperative" axis is three, because a call to action, the
+    // evidence for a product and the product itself are different constructs with different
+    // profiles: 2.8.0 read "buy now" on the `decision_making` profile (deliberation), so a hard
+    // sell raised deliberation more than pressure and read less manipulative than calm facts.
     Axis {
-        name: "imperative",
-        meaning: "imperatives and calls to action",
+        name: "pressure",
+        meaning: "urgency, scarcity, social proof, authority and calls to act now",
         anchors: &[
-            "buy now",
-            "call us today",
-            "sign up now",
-            "click the link below",
-            "don't miss out, order yours today",
-            "subscribe and share",
+            "hurry, the sale ends at midnight",
+            "only a few are left, get yours before they are gone",
+            "everyone is buying it, do not be left out",
+            "experts swear by it, so should you",
+            "don't wait, call right now",
+            "limited time offer, act now",
+        ],
+    },
+    Axis {
+        name: "evidence",
+        meaning: "specifics, measurements, comparisons, test results and caveats",
+        anchors: &[
+            "the case is aluminium and the cable is one metre long",
+            "in independent tests it lasted longer than the older version",
+            "compared with the other model it is slower but quieter",
+            "it does not work with older devices",
+            "the frame measures thirty centimetres across",
+            "results vary, and it may not suit everyone",
+        ],
+    },
+    Axis {
+        name: "product",
+        meaning: "a product and the benefit of having it",
+        anchors: &[
+            "this phone takes beautiful photos",
+            "our new coffee maker makes your mornings easier",
+            "a comfortable sofa the whole family will enjoy",
+            "this cream leaves your skin soft and smooth",
+            "the car is quiet, safe and fun to drive",
+            "enjoy fresh, delicious meals in minutes",
         ],
     },
 ];

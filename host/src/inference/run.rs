@@ -423,7 +423,10 @@ impl Qualia {
         Ok(QualiaOutput {
             model: self.model.id(),
             adapter: self.gpu.describe(),
-            duration_sec: duration,
+            // The analysed span: a container that reports a few milliseconds over the limit
+            // (the 180 s lecture cut by stream copy reads 180.013 s) is accepted above but read
+            // for `seconds` seconds only, and the plugin contract wants ceil(duration) rows.
+            duration_sec: duration.min(seconds as f64),
             seconds,
             modalities,
             time_base,

@@ -31,7 +31,7 @@ const RELATIVE_RANGE: (f64, f64) = (-40.0, 12.0);
 const UNIFORM_CONTRAST: f32 = 0.01;
 
 /// The v2 per-second features, in the order `model.json` lists them.
-pub const FEATURES: [(&str, Modality, &str); 40] = [
+pub const FEATURES: [(&str, Modality, &str); 42] = [
     (
         "contrast",
         Modality::Visual,
@@ -181,9 +181,19 @@ pub const FEATURES: [(&str, Modality, &str); 40] = [
         "projection on the numbers-and-prices axis",
     ),
     (
-        "axis_imperative",
+        "axis_pressure",
         Modality::Speech,
-        "projection on the imperatives/calls-to-action axis",
+        "projection on the pressure axis (urgency, scarcity, social proof, authority, calls to act now)",
+    ),
+    (
+        "axis_evidence",
+        Modality::Speech,
+        "projection on the evidence axis (specifics, measurements, comparisons, caveats)",
+    ),
+    (
+        "axis_product",
+        Modality::Speech,
+        "projection on the product-and-benefit axis",
     ),
     (
         "video_present",
@@ -231,7 +241,9 @@ pub fn no_drive(name: &str) -> Option<f32> {
         // are measured from the neutral reference and floored at 0 in `language::compute`, so only
         // evidence for an axis drives it; a boundary is a change beyond the clip's usual one).
         "speech_presence" | "word_rate" | "intelligibility" | "semantic_change" | "axis_social"
-        | "axis_emotion" | "axis_numbers" | "axis_imperative" => Some(0.0),
+        | "axis_emotion" | "axis_numbers" | "axis_pressure" | "axis_evidence" | "axis_product" => {
+            Some(0.0)
+        }
         _ => None,
     }
 }
@@ -451,14 +463,14 @@ mod tests {
 
     #[test]
     fn the_list_is_grouped_and_the_language_block_fits() {
-        assert_eq!(FEATURE_COUNT_V2, 40);
+        assert_eq!(FEATURE_COUNT_V2, 42);
         assert_eq!(
             feature_index("face_area"),
             feature_index("face_presence").map(|i| i + FACE_FEATURES - 1)
         );
         let first = feature_index("speech_presence").expect("listed");
         assert_eq!(
-            feature_index("axis_imperative"),
+            feature_index("axis_product"),
             Some(first + LANGUAGE_FEATURES - 1)
         );
         for (name, _, _) in FEATURES {

@@ -81,7 +81,9 @@ impl LensPlugin for StandardLenses {
             .map(|(li, def)| LensSeries {
                 lens: def.name().to_string(),
                 seconds: if def.name() == "manipulation" && !has_words(clip) {
-                    not_assessable(rows.len())
+                    not_assessable(rows.len(), NOT_ASSESSABLE)
+                } else if never_driven(def, &rows) {
+                    not_assessable(rows.len(), &nothing_to_read(def))
                 } else {
                     score_lens(def, li, &rows)
                 },
@@ -90,16 +92,46 @@ impl LensPlugin for StandardLenses {
     }
 }
 
+/// A lens with nothing to read: every second sits at the neutral 50 and says why.
+///
 /// The manipulation lens of a clip without words: pressure relative to deliberation has no
-/// second term (deliberation is read from words), so every second sits at the neutral 50 and
-/// says why, rather than reading pressure against a deliberation at rest as a verdict.
-fn not_assessable(seconds: usize) -> Vec<LensSecond> {
+/// second term (deliberation is read from words), so it is not read as a verdict. A weighted
+/// lens whose networks never leave rest ([`never_driven`]): nothing it reads is in the clip.
+fn not_assessable(seconds: usize, reason: &str) -> Vec<LensSecond> {
     (0..seconds)
         .map(|_| LensSecond {
             score: 50.0,
-            reason: NOT_ASSESSABLE.to_string(),
+            reason: reason.to_string(),
         })
         .collect()
+}
+
+/// Whether none of the networks a weighted lens reads leaves rest in any second of the clip.
+///
+/// Every prior weight is a drive from rest, so a network is exactly 0 when nothing it reads
+/// is present. Ranked on a corpus whose median second has speech, such a clip read as the
+/// corpus's least: a silent test pattern scored purchase intent 11.6 (qualia 2.9.0, the
+/// known-groups battery's S2 row), a verdict about content the clip does not have. Since
+/// lens-standard 2.5.0 it is "not assessable" instead, as manipulation is without words.
+#[must_use]
+pub fn never_driven(def: &LensDef, rows: &[[f32; 7]]) -> bool {
+    let Some(weights) = def.readout.weights() else {
+        return false;
+    };
+    rows.iter().all(|row| {
+        weights
+            .iter()
+            .zip(row)
+            .all(|(w, v)| *w == 0.0 || v.abs() < 1e-6)
+    })
+}
+
+/// The reason a weighted lens gives when [`never_driven`].
+fn nothing_to_read(def: &LensDef) -> String {
+    format!(
+        "{} is not assessable: nothing this lens reads responded anywhere in the clip, so there is nothing to rank. Its scores sit at the neutral 50, which is no reading, not a verdict.",
+        def.noun
+    )
 }
 
 /// Scores and reasons for one lens over the clip.
@@ -542,6 +574,29 @@ mod tests {
                 mid.1
             );
         }
+    }
+
+    #[test]
+    fn a_lens_whose_networks_never_leave_rest_is_not_assessable() {
+        // A silent pattern: Visual and Dorsal Attention move, Limbic and Frontoparietal do not.
+        let rows = [
+            [0.8, 0.0, 0.4, 0.1, 0.0, 0.0, 0.0],
+            [1.2, 0.0, 0.6, 0.0, 0.0, 0.0, 0.0],
+        ];
+        let (attention, purchase) = (&LENSES[0], &LENSES[2]);
+        assert!(!never_driven(attention, &rows));
+        assert!(never_driven(purchase, &rows));
+        // One second of Limbic drive anywhere makes it assessable again.
+        let mut driven = rows;
+        driven[1][4] = 0.3;
+        assert!(!never_driven(purchase, &driven));
+        // A contrast is never judged by this rule (manipulation has its own, words).
+        assert!(!never_driven(&LENSES[3], &[[0.0; 7]]));
+        let reason = nothing_to_read(purchase);
+        assert!(
+            reason.starts_with("Buying intent is not assessable"),
+            "{reason}"
+        );
     }
 
     #[test]

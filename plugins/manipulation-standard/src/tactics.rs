@@ -53,6 +53,28 @@ pub const LEXICON: &[(&str, &str, &[&str])] = &[
             "deadline",
         ],
     ),
+    // Since 2.5.0: a call to action asks the listener to act on the message itself. Without
+    // this entry the lexicon found nothing in "Order yours today" or "Call now", the central
+    // case of the known-groups battery's call-to-action pair.
+    (
+        "call_to_action",
+        "pressure",
+        &[
+            "call now",
+            "call today",
+            "call us today",
+            "order yours",
+            "order today",
+            "buy today",
+            "get yours",
+            "shop now",
+            "book now",
+            "sign up now",
+            "subscribe now",
+            "click the link",
+            "click the button",
+        ],
+    ),
     (
         "social_proof",
         "social",

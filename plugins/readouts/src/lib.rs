@@ -133,14 +133,14 @@ impl Readout {
 /// cortex is in Yeo-7 Somatomotor), each at unit length, summed and rescaled.
 pub const ATTENTION: Readout = Readout {
     name: "attention",
-    form: Form::Weighted([0.6643, 0.4662, 0.5842, 0.0, 0.0, 0.0, 0.0]),
+    form: Form::Weighted([0.6957, 0.4666, 0.5462, 0.0, 0.0, 0.0, 0.0]),
 };
 
 /// Encoding-related engagement: the `memory` profile (Limbic, Visual, Default Mode,
 /// Frontoparietal).
 pub const MEMORY: Readout = Readout {
     name: "memory",
-    form: Form::Weighted([0.3244, 0.0, 0.0, 0.0, 0.8892, 0.1361, 0.2926]),
+    form: Form::Weighted([0.306, 0.0, 0.0, 0.0, 0.8725, 0.1547, 0.3481]),
 };
 
 /// Valuation and approach: the `reward` profile (Limbic, Frontoparietal) without its Ventral
@@ -152,20 +152,20 @@ pub const MEMORY: Readout = Readout {
 /// valuation, every drum hit raised purchase intent: a melody over a still frame scored 68.
 pub const PURCHASE_INTENT: Readout = Readout {
     name: "purchase_intent",
-    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.9485, 0.3169, 0.0]),
+    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.8586, 0.5127, 0.0]),
 };
 
 /// Persuasion pressure: the `emotion` profile and the reward readout above, each at unit
 /// length, summed and rescaled (affect and valuation pulling toward the message).
 pub const PRESSURE: Readout = Readout {
     name: "pressure",
-    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.955, 0.1653, 0.2463]),
+    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.8927, 0.2815, 0.352]),
 };
 
 /// Deliberation: the `decision_making` profile (Frontoparietal, Default Mode).
 pub const DELIBERATION: Readout = Readout {
     name: "deliberation",
-    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.0, 0.8165, 0.5773]),
+    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.0, 0.8327, 0.5538]),
 };
 
 /// Persuasion pressure relative to deliberation: how far [`PRESSURE`]'s corpus percentile lies
