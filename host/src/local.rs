@@ -737,6 +737,7 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
                 Some(alice::after_onset_second(&data)?),
             )?;
             let report = crate::grounding::evaluate::Report {
+                authors_regressors: alice::authors_regressors(&data, &group, &excluded)?,
                 excluded_subjects: excluded,
                 ..report
             };
@@ -872,6 +873,21 @@ fn print_report(r: &crate::grounding::evaluate::Report, json: bool) -> anyhow::R
     uncertain("zero-shot", &r.mean_zero_shot_uncertainty);
     for (name, u) in &r.mean_baselines_uncertainty {
         uncertain(&format!("{name} only"), u);
+    }
+    if !r.authors_regressors.is_empty() {
+        println!(
+            "the dataset authors' own predictors (from the real audio; each subject's z-scored, averaged), whole series:"
+        );
+        for a in &r.authors_regressors {
+            let per: Vec<String> = a.r.iter().map(|x| format!("{x:.3}")).collect();
+            println!(
+                "  {:<16} mean r {:.3} (per ROI {})",
+                a.name,
+                a.mean_r,
+                per.join(" ")
+            );
+            uncertain(&a.name, &a.uncertainty);
+        }
     }
     println!(
         "a/b: whole series (pre-registered) / within each of the {} contiguous blocks (mean r)",

@@ -194,6 +194,30 @@ fn alice_first_half_meets_the_preregistered_floor() {
             .is_some_and(|x| x.starts_with("s33-timecourses.txt")),
         "{excluded:?}"
     );
+    // The dataset authors' own predictors, from the real audio (issue 42's correction): their
+    // word rate matches ours from the proxy (0.362 against 0.359), and their sound power is
+    // below our loudness (0.212 against 0.303), so the proxy's loudness, not the model, carries
+    // part of loudness's whole-series level. Pinned as the card states them.
+    let authors = report["authors_regressors"]
+        .as_array()
+        .expect("authors' regressors");
+    let authors_r = |name: &str| -> f64 {
+        authors
+            .iter()
+            .find(|a| a["name"] == name)
+            .and_then(|a| a["mean_r"].as_f64())
+            .unwrap_or_else(|| panic!("{name} in {authors:?}"))
+    };
+    assert!(
+        (authors_r("authors' rate") - 0.362).abs() < 0.0015
+            && (authors_r("authors' sndpwr") - 0.212).abs() < 0.0015,
+        "{authors:?}: the card says 0.362 and 0.212"
+    );
+    assert!(
+        authors
+            .iter()
+            .all(|a| a["r"].as_array().map(Vec::len) == Some(6))
+    );
     close(
         "mean_zero_shot_block_r",
         shipped.zero_shot_within_block_mean_r,

@@ -352,6 +352,75 @@ pub fn targets(data: &Path) -> anyhow::Result<(Targets, Vec<Targets>, Vec<String
     ))
 }
 
+/// The authors' own predictors, `sNN-rate.txt` (word rate) and `sNN-sndpwr.txt` (sound power),
+/// scored against the group targets: each subject's series z-scored, averaged over the subjects
+/// the targets hold (those not in `excluded`, whose entries start with the time-course file
+/// name), and correlated with each ROI, with the same interval and null as the model's mean.
+///
+/// Why: our word rate and loudness are computed from a stimulus proxy built from the word
+/// alignment; the authors computed theirs from the real audio. Their figures say how much of a
+/// baseline's r is the proxy's.
+///
+/// # Errors
+/// Missing or malformed predictor files.
+pub fn authors_regressors(
+    data: &Path,
+    group: &Targets,
+    excluded: &[String],
+) -> anyhow::Result<Vec<super::evaluate::AuthorsRegressor>> {
+    let dir = data.join(TIMECOURSES);
+    let mut ids: Vec<String> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let id = name.strip_suffix("-timecourses.txt")?.to_owned();
+            (!excluded.iter().any(|x| x.starts_with(&name))).then_some(id)
+        })
+        .collect();
+    ids.sort();
+    let alice = data.join("alice-brennan2016");
+    let mut out = Vec::new();
+    for name in ["rate", "sndpwr"] {
+        let mut mean = vec![0f64; VOLUMES];
+        for id in &ids {
+            let path = alice.join(format!("{id}-{name}.txt"));
+            let bytes = crate::grounding::read_bounded(&path, MAX_TIMECOURSE_BYTES)?;
+            let text = String::from_utf8(bytes).with_context(|| path.display().to_string())?;
+            let mut v: Vec<f64> = text
+                .split_whitespace()
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .with_context(|| path.display().to_string())?;
+            ensure!(
+                v.len() == VOLUMES && v.iter().all(|x| x.is_finite()),
+                "{}: {} finite values expected, found {}",
+                path.display(),
+                VOLUMES,
+                v.len()
+            );
+            crate::grounding::zscore(&mut v);
+            for (m, x) in mean.iter_mut().zip(&v) {
+                *m += x / ids.len() as f64;
+            }
+        }
+        let pairs: Vec<(Vec<f64>, Vec<f64>)> = (0..group.columns.len())
+            .map(|c| (mean.clone(), group.column(c)))
+            .collect();
+        let r: Vec<f64> = pairs
+            .iter()
+            .map(|(a, b)| crate::grounding::pearson(a, b))
+            .collect();
+        out.push(super::evaluate::AuthorsRegressor {
+            name: format!("authors' {name}"),
+            mean_r: r.iter().sum::<f64>() / r.len().max(1) as f64,
+            r,
+            uncertainty: super::evaluate::uncertainty(&pairs, super::evaluate::UNCERTAINTY_SEED),
+        });
+    }
+    Ok(out)
+}
+
 /// Writes targets as the CSV `brainscan model eval` reads.
 ///
 /// # Errors

@@ -157,7 +157,9 @@ pub fn read_targets(path: &Path) -> anyhow::Result<Targets> {
 }
 
 impl Targets {
-    fn column(&self, c: usize) -> Vec<f64> {
+    /// One target's series, row by row.
+    #[must_use]
+    pub fn column(&self, c: usize) -> Vec<f64> {
         self.values.iter().map(|r| r[c]).collect()
     }
 }
@@ -448,6 +450,21 @@ pub struct Report {
     pub mean_zero_shot_uncertainty: Uncertainty,
     /// The same for each of [`Report::mean_baselines`].
     pub mean_baselines_uncertainty: Vec<(String, Uncertainty)>,
+    /// The dataset authors' own predictors scored against the same targets (set by the caller
+    /// that read them; empty for `model eval`).
+    pub authors_regressors: Vec<AuthorsRegressor>,
+}
+
+/// One of the dataset authors' predictors (Alice: `sNN-rate.txt`, `sNN-sndpwr.txt`), each
+/// subject's series z-scored and averaged over the subjects scored, against the group targets:
+/// a baseline that does not depend on our stimulus proxy.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuthorsRegressor {
+    pub name: String,
+    /// r with each target, in the targets' order (whole series).
+    pub r: Vec<f64>,
+    pub mean_r: f64,
+    pub uncertainty: Uncertainty,
 }
 
 /// A target's after-onset scores, in a report built with them.
@@ -797,6 +814,7 @@ pub fn evaluate(
             .collect(),
         mean_baselines,
         mean_baselines_block,
+        authors_regressors: Vec::new(),
         targets: reports,
         after_onset,
     })
