@@ -905,6 +905,25 @@ fn print_report(r: &crate::grounding::evaluate::Report, json: bool) -> anyhow::R
             print!(", {name} only {v:.3}");
         }
         println!();
+        uncertain("zero-shot", &a.mean_zero_shot_uncertainty);
+        for (name, u) in &a.mean_baselines_uncertainty {
+            uncertain(&format!("{name} only"), u);
+        }
+    }
+    println!("per target, whole series: r, 95% interval and null SD");
+    for t in &r.targets {
+        let u = &t.zero_shot_uncertainty;
+        print!(
+            "  {:<10} zero-shot {:.3} [{:.3}, {:.3}] ({:.3})",
+            t.target, t.zero_shot_r, u.interval[0], u.interval[1], u.null_sd
+        );
+        for ((name, v), (_, u)) in t.baselines.iter().zip(&t.baselines_uncertainty) {
+            print!(
+                "; {name} {v:.3} [{:.3}, {:.3}] ({:.3})",
+                u.interval[0], u.interval[1], u.null_sd
+            );
+        }
+        println!();
     }
     Ok(())
 }

@@ -218,6 +218,32 @@ fn alice_first_half_meets_the_preregistered_floor() {
             .iter()
             .all(|a| a["r"].as_array().map(Vec::len) == Some(6))
     );
+    // Every r has an interval and a null (issue 42's correction): each target's, whole series,
+    // and the after-onset means. Each interval holds its own estimate.
+    let holds = |r: f64, u: &serde_json::Value| -> bool {
+        let (lo, hi) = (
+            u["interval"][0].as_f64().unwrap_or(f64::NAN),
+            u["interval"][1].as_f64().unwrap_or(f64::NAN),
+        );
+        lo <= r && r <= hi && u["null_sd"].as_f64().is_some_and(|sd| sd > 0.0)
+    };
+    for t in report["targets"].as_array().expect("targets") {
+        let r = t["zero_shot_r"].as_f64().expect("r");
+        assert!(holds(r, &t["zero_shot_uncertainty"]), "{t}");
+        assert_eq!(
+            t["baselines_uncertainty"].as_array().map(Vec::len),
+            Some(2),
+            "{t}"
+        );
+    }
+    let after_onset = &report["after_onset"];
+    assert!(
+        holds(
+            after_onset["mean_zero_shot_r"].as_f64().expect("r"),
+            &after_onset["mean_zero_shot_uncertainty"]
+        ),
+        "{after_onset}"
+    );
     close(
         "mean_zero_shot_block_r",
         shipped.zero_shot_within_block_mean_r,

@@ -405,6 +405,10 @@ pub struct TargetReport {
     /// The model and the baselines over the rows after the onset (see [`AfterOnset`]), when
     /// asked for.
     pub after_onset: Option<TargetAfterOnset>,
+    /// [`TargetReport::zero_shot_r`]'s interval and null (whole series).
+    pub zero_shot_uncertainty: Uncertainty,
+    /// The same for each of [`TargetReport::baselines`].
+    pub baselines_uncertainty: Vec<(String, Uncertainty)>,
 }
 
 /// One target scored over the rows that start at or after [`AfterOnset::from_second`].
@@ -427,6 +431,10 @@ pub struct AfterOnset {
     pub rows: usize,
     pub mean_zero_shot_r: f64,
     pub mean_baselines: Vec<(String, f64)>,
+    /// [`AfterOnset::mean_zero_shot_r`]'s interval and null, over the same rows.
+    pub mean_zero_shot_uncertainty: Uncertainty,
+    /// The same for each of [`AfterOnset::mean_baselines`].
+    pub mean_baselines_uncertainty: Vec<(String, Uncertainty)>,
 }
 
 /// The whole evaluation.
@@ -748,6 +756,18 @@ pub fn evaluate(
                 })
                 .collect()
         };
+        let zero_shot_uncertainty = uncertainty(&[(zero.clone(), y.clone())], UNCERTAINTY_SEED);
+        let baselines_uncertainty: Vec<(String, Uncertainty)> = BASELINES
+            .iter()
+            .filter_map(|name| {
+                let k = model.features.iter().position(|x| x == name)?;
+                let col: Vec<f64> = d.x.column(k).iter().copied().collect();
+                Some((
+                    (*name).to_owned(),
+                    uncertainty(&[(col, y.clone())], UNCERTAINTY_SEED),
+                ))
+            })
+            .collect();
         let columns: Vec<Vec<f64>> = subjects.iter().map(|s| s.column(c)).collect();
         let ceiling = (!subjects.is_empty()).then(|| loso_isc(&columns));
         let group_ceiling = (!subjects.is_empty()).then(|| split_half_ceiling(&columns));
@@ -770,6 +790,8 @@ pub fn evaluate(
             ceiling,
             group_ceiling,
             after_onset,
+            zero_shot_uncertainty,
+            baselines_uncertainty,
         });
     }
     let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
@@ -788,6 +810,12 @@ pub fn evaluate(
     };
     let mean_baselines = mean_of(|r| &r.baselines);
     let mean_baselines_block = mean_of(|r| &r.baselines_block);
+    let on_rows = |pairs: &[Pair], rows: &[usize]| -> Vec<Pair> {
+        pairs
+            .iter()
+            .map(|(a, b)| (pick(a, rows), pick(b, rows)))
+            .collect()
+    };
     let after_onset = after_second
         .zip(settled.as_ref())
         .map(|(from, rows)| AfterOnset {
@@ -795,6 +823,16 @@ pub fn evaluate(
             rows: rows.len(),
             mean_zero_shot_r: mean(reports.iter().map(|r| after(r).zero_shot_r).collect()),
             mean_baselines: mean_of(|r| &after(r).baselines),
+            mean_zero_shot_uncertainty: uncertainty(&on_rows(&model_pairs, rows), UNCERTAINTY_SEED),
+            mean_baselines_uncertainty: baseline_pairs
+                .iter()
+                .map(|(name, pairs)| {
+                    (
+                        name.clone(),
+                        uncertainty(&on_rows(pairs, rows), UNCERTAINTY_SEED),
+                    )
+                })
+                .collect(),
         });
     Ok(Report {
         model: model.id(),
