@@ -64,7 +64,7 @@ pub struct Terms {
     /// Deliberation (the `decision_making` profile readout).
     pub effort: f64,
     /// The gut-instinct alarm: Ventral Attention (a network prior; its inputs are the
-    /// `salience` profile's abrupt events).
+    /// `salience` profile's abrupt events, and since qualia 2.9.0 the pressure and product axes (the `fear` and `reward` profiles).
     pub alarm: f64,
 }
 
@@ -175,10 +175,10 @@ fn circuits(rows: &[[f32; 7]], scales: &Scales) -> Vec<Circuit> {
         circuit(
             "alarm",
             "Gut-instinct alarm",
-            "The salience network that flags something as off, risky or surprising (ventral attention, driven by abrupt events: cuts, flashes, sudden sounds and jumps in loudness).",
+            "The salience network that flags something as off, risky or surprising (ventral attention, driven by abrupt events, cuts, flashes, sudden sounds and jumps in loudness, and by words of urgency, threat or reward).",
             alarm,
-            "Abrupt events keep the gut alarm up more than in a typical clip, which guards against persuasion.",
-            "The gut alarm is quieter than in a typical clip: few abrupt events break the flow.",
+            "Abrupt events or charged words (urgency, threat, reward) keep the gut alarm up more than in a typical clip, which guards against persuasion.",
+            "The gut alarm is quieter than in a typical clip: few abrupt events or charged words break the flow.",
             "The gut alarm sits at its usual level.",
         ),
         circuit(
