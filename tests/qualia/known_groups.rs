@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use rand::{Rng, SeedableRng};
 
 use crate::support::{
-    H264, STILL, analyse, builtin, ffmpeg, lens_series, pattern_clip, real_media,
+    H264, STILL, analyse, builtin, ffmpeg, lens_series, pattern_clip, real_media, voiced,
 };
 
 /// The plan's groups. `CallToAction` is [`Group::Facts`] with one sentence added; the plan's
@@ -105,30 +105,13 @@ impl Presentation {
     }
 }
 
-/// Speech from espeak-ng at the plan's 150 words per minute, in one voice.
-fn voiced(dir: &Path, name: &str, voice: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    let out = std::process::Command::new("espeak-ng")
-        .args(["-s", "150", "-v", voice, "-w"])
-        .arg(&path)
-        .arg(text)
-        .output()
-        .expect("espeak-ng runs");
-    assert!(
-        out.status.success(),
-        "espeak-ng: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    path
-}
-
 /// One battery clip: the script spoken in the presentation's voice, over its picture.
 fn clip(dir: &Path, group: Group, index: usize, presentation: Presentation) -> PathBuf {
     let stem = format!("{group:?}-{index}-{presentation:?}");
     let wav = voiced(
         dir,
         &format!("{stem}.wav"),
-        presentation.voice(),
+        Some(presentation.voice()),
         &script(group, index),
     );
     let wav = wav.to_str().expect("utf8").to_owned();

@@ -86,11 +86,21 @@ pub fn ffmpeg(dir: &Path, args: &[&str]) {
     );
 }
 
-/// Speech from espeak-ng as a WAV in `dir`.
+/// Speech from espeak-ng as a WAV in `dir`, at 150 words per minute, in its default voice.
 pub fn speech(dir: &Path, name: &str, text: &str) -> PathBuf {
+    voiced(dir, name, None, text)
+}
+
+/// [`speech`] in a chosen espeak-ng voice (`en-us`, `en-gb+f3`, …).
+pub fn voiced(dir: &Path, name: &str, voice: Option<&str>, text: &str) -> PathBuf {
     let path = dir.join(name);
-    let out = Command::new("espeak-ng")
-        .args(["-s", "150", "-w"])
+    let mut command = Command::new("espeak-ng");
+    command.args(["-s", "150"]);
+    if let Some(voice) = voice {
+        command.args(["-v", voice]);
+    }
+    let out = command
+        .arg("-w")
         .arg(&path)
         .arg(text)
         .output()
