@@ -207,7 +207,7 @@ async fn every_route_that_releases_a_result_charges_it_once() {
     let delivered = hooks_received(&t, 1).await;
     assert_eq!(delivered[0]["status"], "complete");
     assert!(delivered[0]["timeline"].is_array(), "{}", delivered[0]);
-    assert_eq!(t.app.db.charge_count(&by_hook).await.expect("count"), 1);
+    assert_eq!(t.charges_after_delivery(&by_hook).await, 1);
     t.get(&org, &format!("/scans/{by_hook}")).await;
     assert_eq!(t.app.db.charge_count(&by_hook).await.expect("count"), 1);
 

@@ -616,6 +616,20 @@ impl TestApp {
         }
     }
 
+    /// The number of charges on a scan released by a webhook. The service charges after the
+    /// receiver answers 2xx, so the charge trails the delivery the test server saw: this
+    /// waits (10 s at most) for the first charge, then gives the count.
+    pub async fn charges_after_delivery(&self, scan_id: &str) -> i64 {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let n = self.app.db.charge_count(scan_id).await.expect("count");
+            if n > 0 || tokio::time::Instant::now() >= deadline {
+                return n;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     pub async fn wallet(&self, org: &Org) -> Value {
         let (s, w) = self.get(org, "/wallet").await;
         assert_eq!(s, StatusCode::OK);

@@ -84,7 +84,7 @@ async fn completed_scan_is_posted_signed_and_retried() {
     );
     // The delivered body is the whole result, so delivery settled the charge, once, though
     // it took two attempts (tests/e2e/billing.rs covers every route).
-    assert_eq!(t.app.db.charge_count(&id).await.expect("count"), 1);
+    assert_eq!(t.charges_after_delivery(&id).await, 1);
     t.stop().await;
 }
 
