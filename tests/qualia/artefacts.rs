@@ -192,7 +192,8 @@ async fn test_patterns_show_no_face() {
 
 /// A silent moving test pattern: no words, so manipulation is not assessable, and nothing in
 /// the lens series, the manipulation block or the summary reads it as a verdict. 2.7.0 gave
-/// manipulation 92.8, band `high`, severity `critical`.
+/// manipulation 92.8, band `high`, severity `critical`; manipulation-standard 2.4.0 still read
+/// the networks the pattern leaves at rest as "reward low" and "relevance low".
 #[tokio::test]
 async fn a_silent_pattern_reads_not_assessable_not_critical() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -231,6 +232,44 @@ async fn a_silent_pattern_reads_not_assessable_not_critical() {
     assert_ne!(block.risk_band, "elevated");
     assert_eq!(block.threat.severity, "nominal");
     assert_eq!(block.threat.label, "Not assessable");
+    // No circuit or quadrant axis ranks networks at rest against the corpus: one whose
+    // networks never moved reads "not assessable" at 50 (manipulation-standard 2.4.0 read
+    // "reward low, 11.6" and "relevance low" here), and one whose networks moved is read.
+    let at_rest = |networks: &[usize]| {
+        out.networks
+            .iter()
+            .all(|row| networks.iter().all(|n| row[*n].abs() < 1e-6))
+    };
+    let reads = [
+        ("critical_thinking", vec![5, 6]),
+        ("reward", vec![4, 5, 6]),
+        ("alarm", vec![3]),
+        ("relevance", vec![6]),
+    ];
+    let mut not_assessed = 0;
+    for (key, networks) in &reads {
+        let c = block
+            .circuits
+            .iter()
+            .find(|c| c.key == *key)
+            .expect("circuit");
+        if *key == "critical_thinking" || at_rest(networks) {
+            assert_eq!(
+                (c.value, c.reading.as_str()),
+                (50.0, "not assessable"),
+                "{key}: {}",
+                c.meaning
+            );
+            not_assessed += 1;
+        } else {
+            assert_ne!(c.reading, "not assessable", "{key} moved: {}", c.meaning);
+        }
+    }
+    // The pattern has no sound and no words: Limbic, Frontoparietal and Default Mode rest.
+    assert!(at_rest(&[4, 5, 6]), "a silent pattern drove Limbic/FP/DM");
+    assert!(not_assessed >= 3, "{:?}", block.circuits);
+    assert_eq!(block.quadrant.wins_over, 50.0, "{}", block.quadrant.how);
+    assert!(block.quadrant.how.contains("not assessable"));
     let moments = builtin(&runtime, "moments_standard.wasm");
     let (detection, _) = runtime
         .detect(&moments, &clip, &lenses)

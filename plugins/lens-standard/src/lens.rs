@@ -106,24 +106,16 @@ fn not_assessable(seconds: usize, reason: &str) -> Vec<LensSecond> {
         .collect()
 }
 
-/// Whether none of the networks a weighted lens reads leaves rest in any second of the clip.
+/// Whether none of the networks a lens reads leaves rest in any second of the clip
+/// ([`brainscan_readouts::Readout::never_driven`]).
 ///
-/// Every prior weight is a drive from rest, so a network is exactly 0 when nothing it reads
-/// is present. Ranked on a corpus whose median second has speech, such a clip read as the
-/// corpus's least: a silent test pattern scored purchase intent 11.6 (qualia 2.9.0, the
-/// known-groups battery's S2 row), a verdict about content the clip does not have. Since
-/// lens-standard 2.5.0 it is "not assessable" instead, as manipulation is without words.
+/// Ranked on a corpus whose median second has speech, such a clip read as the corpus's least:
+/// a silent test pattern scored purchase intent 11.6 (qualia 2.9.0, the known-groups battery's
+/// S2 row), a verdict about content the clip does not have. Since lens-standard 2.5.0 it is
+/// "not assessable" instead, as manipulation is without words.
 #[must_use]
 pub fn never_driven(def: &LensDef, rows: &[[f32; 7]]) -> bool {
-    let Some(weights) = def.readout.weights() else {
-        return false;
-    };
-    rows.iter().all(|row| {
-        weights
-            .iter()
-            .zip(row)
-            .all(|(w, v)| *w == 0.0 || v.abs() < 1e-6)
-    })
+    def.readout.never_driven(rows)
 }
 
 /// The reason a weighted lens gives when [`never_driven`].
@@ -590,8 +582,10 @@ mod tests {
         let mut driven = rows;
         driven[1][4] = 0.3;
         assert!(!never_driven(purchase, &driven));
-        // A contrast is never judged by this rule (manipulation has its own, words).
-        assert!(!never_driven(&LENSES[3], &[[0.0; 7]]));
+        // A contrast reads nothing only when neither term's networks move (manipulation is
+        // first judged by its own rule, words).
+        assert!(never_driven(&LENSES[3], &[[0.0; 7]]));
+        assert!(!never_driven(&LENSES[3], &driven));
         let reason = nothing_to_read(purchase);
         assert!(
             reason.starts_with("Buying intent is not assessable"),

@@ -148,49 +148,99 @@ fn mean_percentile(
     round_to(column_mean(rows, |r| c.percentile(readout.raw(r))), 1)
 }
 
+/// [`mean_percentile`], or `None` when no network the readout reads leaves rest anywhere in
+/// the clip ([`brainscan_readouts::Readout::never_driven`]): there is then no reading, and a
+/// percentile would rank rest against a corpus of speech ("reward low, 11.6" on a silent test
+/// pattern before manipulation-standard 2.5.0).
+fn assessed(
+    rows: &[[f32; 7]],
+    readout: &brainscan_readouts::Readout,
+    c: &Calibration,
+) -> Option<f64> {
+    (!readout.never_driven(rows)).then(|| mean_percentile(rows, readout, c))
+}
+
+/// A circuit whose networks never left rest: the neutral 50, `steady`, and why.
+fn circuit_not_assessable(key: &str, label: &str, plain: &str, what: &str) -> Circuit {
+    Circuit {
+        key: key.into(),
+        label: label.into(),
+        plain: plain.into(),
+        value: NEUTRAL,
+        direction: "steady".into(),
+        reading: "not assessable".into(),
+        meaning: format!(
+            "Not assessable: {what} did not respond anywhere in the clip, so there is nothing to compare with a typical clip. The 50 is no reading, not a verdict."
+        ),
+    }
+}
+
+/// One circuit's texts: its key, label, plain description, the three meanings (raised,
+/// lowered, steady) and what it reads, for the not-assessable sentence.
+struct CircuitText {
+    key: &'static str,
+    label: &'static str,
+    plain: &'static str,
+    up: &'static str,
+    down: &'static str,
+    steady: &'static str,
+    reads: &'static str,
+}
+
+const CIRCUITS: [CircuitText; 4] = [
+    CircuitText {
+        key: "critical_thinking",
+        label: "Critical thinking",
+        plain: "The deliberate, fact-checking part of the brain (the decision-making profile: frontoparietal control with default mode).",
+        up: "Viewers are weighing the message: scrutiny is up, so claims have to hold up.",
+        down: "Scrutiny is down: claims pass with less checking than usual.",
+        steady: "Scrutiny sits at its usual level.",
+        reads: "nothing this circuit reads (the frontoparietal and default mode networks)",
+    },
+    CircuitText {
+        key: "reward",
+        label: "Reward & approval",
+        plain: "Wanting and feeling (the emotion and reward profiles: mostly the limbic network).",
+        up: "The content feels rewarding: approval and desire are up.",
+        down: "Little pay-off registers: the content does not feel rewarding.",
+        steady: "Reward signals sit at their usual level.",
+        reads: "nothing this circuit reads (the limbic, frontoparietal and default mode networks)",
+    },
+    CircuitText {
+        key: "alarm",
+        label: "Gut-instinct alarm",
+        plain: "The salience network that flags something as off, risky or surprising (ventral attention, driven by abrupt events, cuts, flashes, sudden sounds and jumps in loudness, and by words of urgency, threat or reward).",
+        up: "Abrupt events or charged words (urgency, threat, reward) keep the gut alarm up more than in a typical clip, which guards against persuasion.",
+        down: "The gut alarm is quieter than in a typical clip: few abrupt events or charged words break the flow.",
+        steady: "The gut alarm sits at its usual level.",
+        reads: "the ventral attention network",
+    },
+    CircuitText {
+        key: "relevance",
+        label: "Personal relevance",
+        plain: "How much the content is related to oneself (default mode network).",
+        up: "Viewers relate it to themselves: the message feels personal.",
+        down: "The content feels distant from the viewer's own life.",
+        steady: "Personal relevance sits at its usual level.",
+        reads: "the default mode network",
+    },
+];
+
 fn circuits(rows: &[[f32; 7]], scales: &Scales) -> Vec<Circuit> {
-    let fp = mean_percentile(rows, &DELIBERATION, &scales.deliberation);
-    let reward = mean_percentile(rows, &PRESSURE, &scales.pressure);
-    let alarm = mean_percentile(rows, &ALARM, &scales.alarm);
-    let relevance = mean_percentile(rows, &RELEVANCE, &scales.relevance);
-    vec![
-        circuit(
-            "critical_thinking",
-            "Critical thinking",
-            "The deliberate, fact-checking part of the brain (the decision-making profile: frontoparietal control with default mode).",
-            fp,
-            "Viewers are weighing the message: scrutiny is up, so claims have to hold up.",
-            "Scrutiny is down: claims pass with less checking than usual.",
-            "Scrutiny sits at its usual level.",
-        ),
-        circuit(
-            "reward",
-            "Reward & approval",
-            "Wanting and feeling (the emotion and reward profiles: mostly the limbic network).",
-            reward,
-            "The content feels rewarding: approval and desire are up.",
-            "Little pay-off registers: the content does not feel rewarding.",
-            "Reward signals sit at their usual level.",
-        ),
-        circuit(
-            "alarm",
-            "Gut-instinct alarm",
-            "The salience network that flags something as off, risky or surprising (ventral attention, driven by abrupt events, cuts, flashes, sudden sounds and jumps in loudness, and by words of urgency, threat or reward).",
-            alarm,
-            "Abrupt events or charged words (urgency, threat, reward) keep the gut alarm up more than in a typical clip, which guards against persuasion.",
-            "The gut alarm is quieter than in a typical clip: few abrupt events or charged words break the flow.",
-            "The gut alarm sits at its usual level.",
-        ),
-        circuit(
-            "relevance",
-            "Personal relevance",
-            "How much the content is related to oneself (default mode network).",
-            relevance,
-            "Viewers relate it to themselves: the message feels personal.",
-            "The content feels distant from the viewer's own life.",
-            "Personal relevance sits at its usual level.",
-        ),
-    ]
+    let values = [
+        assessed(rows, &DELIBERATION, &scales.deliberation),
+        assessed(rows, &PRESSURE, &scales.pressure),
+        assessed(rows, &ALARM, &scales.alarm),
+        assessed(rows, &RELEVANCE, &scales.relevance),
+    ];
+    CIRCUITS
+        .iter()
+        .zip(values)
+        .map(|(t, value)| match value {
+            Some(v) => circuit(t.key, t.label, t.plain, v, t.up, t.down, t.steady),
+            None => circuit_not_assessable(t.key, t.label, t.plain, t.reads),
+        })
+        .collect()
 }
 
 /// Shares of social reward (limbic above baseline), motivational rapport (default mode above
@@ -231,39 +281,82 @@ pub fn mechanisms(rows: &[[f32; 7]]) -> Vec<Mechanism> {
 }
 
 pub fn quadrant(rows: &[[f32; 7]], scales: &Scales) -> Quadrant {
-    let lowers_guard = round_to(
-        100.0 - mean_percentile(rows, &DELIBERATION, &scales.deliberation),
-        1,
-    );
-    let wins_over = mean_percentile(rows, &PRESSURE, &scales.pressure);
-    let (key, label, how) = match (lowers_guard >= QUADRANT_ON, wins_over >= QUADRANT_ON) {
-        (false, false) => (
-            "clean",
-            "Clean",
-            "Neither lowers the viewer's guard nor pulls hard on reward: any persuasion has to go through scrutiny.",
-        ),
-        (true, false) => (
-            "coercive",
-            "Coercive",
-            "Lowers the guard without offering much reward: pressure rather than appeal.",
-        ),
-        (false, true) => (
+    quadrant_of(
+        assessed(rows, &DELIBERATION, &scales.deliberation).map(|p| round_to(100.0 - p, 1)),
+        assessed(rows, &PRESSURE, &scales.pressure),
+        "nothing that reads scrutiny responded",
+    )
+}
+
+/// The quadrant from its two axes, either of which may not be assessable (`None`: it then
+/// reads the neutral 50 and the text says so). `no_guard` says why the guard axis is not
+/// assessable.
+fn quadrant_of(lowers_guard: Option<f64>, wins_over: Option<f64>, no_guard: &str) -> Quadrant {
+    let on = |v: Option<f64>| v.is_some_and(|v| v >= QUADRANT_ON);
+    let (key, label, how): (&str, &str, String) = match (lowers_guard, wins_over) {
+        (Some(_), Some(_)) => {
+            let (key, label, how) = match (on(lowers_guard), on(wins_over)) {
+                (false, false) => (
+                    "clean",
+                    "Clean",
+                    "Neither lowers the viewer's guard nor pulls hard on reward: any persuasion has to go through scrutiny.",
+                ),
+                (true, false) => (
+                    "coercive",
+                    "Coercive",
+                    "Lowers the guard without offering much reward: pressure rather than appeal.",
+                ),
+                (false, true) => (
+                    "seductive",
+                    "Seductive",
+                    "Wins viewers over with reward and relevance while their guard stays up.",
+                ),
+                (true, true) => (
+                    "total",
+                    "Total",
+                    "Lowers the guard and wins viewers over at once: the most persuasive, least scrutinised combination.",
+                ),
+            };
+            (key, label, how.into())
+        }
+        (None, Some(_)) if on(wins_over) => (
             "seductive",
             "Seductive",
-            "Wins viewers over with reward and relevance while their guard stays up.",
+            format!(
+                "Whether it lowers the guard is not assessable ({no_guard}); reward and relevance run above a typical clip."
+            ),
         ),
-        (true, true) => (
-            "total",
-            "Total",
-            "Lowers the guard and wins viewers over at once: the most persuasive, least scrutinised combination.",
+        (None, Some(_)) => (
+            "clean",
+            "Clean",
+            format!(
+                "Whether it lowers the guard is not assessable ({no_guard}); reward and relevance do not run above a typical clip."
+            ),
+        ),
+        (Some(_), None) if on(lowers_guard) => (
+            "coercive",
+            "Coercive",
+            "It lowers the guard; whether it wins viewers over is not assessable (nothing that reads reward or feeling responded anywhere in the clip).".into(),
+        ),
+        (Some(_), None) => (
+            "clean",
+            "Clean",
+            "It does not lower the guard; whether it wins viewers over is not assessable (nothing that reads reward or feeling responded anywhere in the clip).".into(),
+        ),
+        (None, None) => (
+            "clean",
+            "Not assessable",
+            format!(
+                "Neither axis is assessable ({no_guard}, and nothing that reads reward or feeling responded anywhere in the clip): both sit at the neutral 50, which is no reading."
+            ),
         ),
     };
     Quadrant {
         key: key.into(),
         label: label.into(),
-        lowers_guard,
-        wins_over,
-        how: how.into(),
+        lowers_guard: lowers_guard.unwrap_or(NEUTRAL),
+        wins_over: wins_over.unwrap_or(NEUTRAL),
+        how,
     }
 }
 
@@ -366,8 +459,8 @@ fn pressured_seconds(terms: &[Terms]) -> Vec<usize> {
 /// labelled "Not assessable", the guard axis and the critical-thinking circuit read 50 and say
 /// why, no second counts as more exposed than a typical one, and there is no peak moment.
 /// What does not depend on deliberation (reward, alarm, relevance, mechanisms) is reported as
-/// measured.
-fn not_assessable(mut m: Manipulation) -> Manipulation {
+/// measured, or as not assessable where its networks never left rest.
+fn not_assessable(mut m: Manipulation, rows: &[[f32; 7]], scales: &Scales) -> Manipulation {
     m.conversion_risk = NEUTRAL;
     m.risk_band = risk_band(NEUTRAL).into();
     m.sovereignty = NEUTRAL;
@@ -383,23 +476,11 @@ fn not_assessable(mut m: Manipulation) -> Manipulation {
         per_ten_thousand: 0.0,
         note: "Not assessable: the clip has no words, so no second can be read as more persuasive than a typical one. No audience was measured.".into(),
     };
-    m.quadrant.lowers_guard = NEUTRAL;
-    let (key, label, how) = if m.quadrant.wins_over >= QUADRANT_ON {
-        (
-            "seductive",
-            "Seductive",
-            "Whether it lowers the guard is not assessable (no words to weigh); reward and relevance run above a typical clip.",
-        )
-    } else {
-        (
-            "clean",
-            "Clean",
-            "Whether it lowers the guard is not assessable (no words to weigh); reward and relevance do not run above a typical clip.",
-        )
-    };
-    m.quadrant.key = key.into();
-    m.quadrant.label = label.into();
-    m.quadrant.how = how.into();
+    m.quadrant = quadrant_of(
+        None,
+        assessed(rows, &PRESSURE, &scales.pressure),
+        "no words to weigh",
+    );
     if let Some(c) = m.circuits.iter_mut().find(|c| c.key == "critical_thinking") {
         c.value = NEUTRAL;
         c.direction = "steady".into();
@@ -420,7 +501,8 @@ pub fn analyze(clip: &Clip) -> Manipulation {
     if has_words(clip) {
         m
     } else {
-        not_assessable(m)
+        let rows: Vec<[f32; 7]> = clip.networks.iter().map(|n| n.values()).collect();
+        not_assessable(m, &rows, &Scales::embedded())
     }
 }
 
@@ -428,7 +510,26 @@ pub fn analyze(clip: &Clip) -> Manipulation {
 fn measured(clip: &Clip) -> Manipulation {
     let scales = Scales::embedded();
     let rows: Vec<[f32; 7]> = clip.networks.iter().map(|n| n.values()).collect();
-    let terms: Vec<Terms> = rows.iter().map(|r| Terms::of(r, &scales)).collect();
+    let mut terms: Vec<Terms> = rows.iter().map(|r| Terms::of(r, &scales)).collect();
+    // A term whose networks never leave rest has no reading: it is 0, a typical second, not
+    // rest ranked against a corpus of speech (which put every second of a silent test pattern
+    // far below the corpus median on reward).
+    let (no_reward, no_effort, no_alarm) = (
+        PRESSURE.never_driven(&rows),
+        DELIBERATION.never_driven(&rows),
+        ALARM.never_driven(&rows),
+    );
+    for t in &mut terms {
+        if no_reward {
+            t.reward = 0.0;
+        }
+        if no_effort {
+            t.effort = 0.0;
+        }
+        if no_alarm {
+            t.alarm = 0.0;
+        }
+    }
     // conversion_risk: the manipulation lens's clip mean (corpus percentiles).
     let per_second: Vec<f64> = rows
         .iter()
@@ -779,5 +880,69 @@ mod tests {
         let spoken = analyze(&clip_of(&rows, words));
         assert_eq!(spoken.risk_band, "high");
         assert_ne!(spoken.threat.label, "Not assessable");
+    }
+
+    /// A silent moving pattern drives only the sensory networks. No circuit, axis or timeline
+    /// term may rank the networks at rest against the corpus (manipulation-standard 2.4.0 read
+    /// "reward low, 11.6" and "relevance low" for it); what did move (here the alarm) is read.
+    #[test]
+    fn networks_at_rest_are_not_read_as_low() {
+        let silent: Vec<[f32; 7]> = (0..12)
+            .map(|i| [1.0 + 0.1 * i as f32, 0.0, 0.6, 0.0, 0.0, 0.0, 0.0])
+            .collect();
+        let m = analyze(&clip_of(&silent, Vec::new()));
+        for c in &m.circuits {
+            assert_eq!(c.reading, "not assessable", "{}: {}", c.key, c.meaning);
+            assert_eq!((c.value, c.direction.as_str()), (NEUTRAL, "steady"));
+            assert!(c.meaning.starts_with("Not assessable"), "{}", c.meaning);
+        }
+        assert_eq!(m.quadrant.label, "Not assessable");
+        assert_eq!(
+            (m.quadrant.lowers_guard, m.quadrant.wins_over),
+            (NEUTRAL, NEUTRAL)
+        );
+        assert!(
+            m.timeline
+                .iter()
+                .all(|t| t.reward == 0.0 && t.alarm == 0.0 && t.exposure == 0.0)
+        );
+        assert!(m.peak_moment.is_none());
+        // The alarm network moving (cuts in the pattern) is read; the rest still is not.
+        let mut cut = silent.clone();
+        cut[4][VENTRAL] = 2.0;
+        let m = analyze(&clip_of(&cut, Vec::new()));
+        let read: Vec<&str> = m.circuits.iter().map(|c| c.reading.as_str()).collect();
+        assert_ne!(read[2], "not assessable", "{read:?}");
+        assert_eq!(read[1], "not assessable");
+        assert_eq!(read[3], "not assessable");
+        // With speech the same rule holds per circuit: Limbic moving makes reward assessable
+        // and puts a number on the guard axis's partner.
+        let mut felt = silent;
+        felt[3][LIMBIC] = 1.5;
+        let words = vec![TranscriptLine {
+            start_sec: 0.0,
+            end_sec: 2.0,
+            text: "A river.".into(),
+        }];
+        let m = analyze(&clip_of(&felt, words));
+        let reward = m
+            .circuits
+            .iter()
+            .find(|c| c.key == "reward")
+            .expect("reward");
+        assert_ne!(reward.reading, "not assessable");
+        assert_ne!(m.quadrant.wins_over, NEUTRAL);
+        let relevance = m
+            .circuits
+            .iter()
+            .find(|c| c.key == "relevance")
+            .expect("relevance");
+        assert_eq!(relevance.reading, "not assessable");
+        assert_eq!(m.quadrant.lowers_guard, NEUTRAL);
+        assert!(
+            m.quadrant.how.contains("not assessable"),
+            "{}",
+            m.quadrant.how
+        );
     }
 }

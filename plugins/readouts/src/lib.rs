@@ -15,6 +15,10 @@ pub mod table;
 
 use calibration::Calibration;
 
+/// A network within this distance of 0 (z units) is at rest: the prior's float sums of zero
+/// drives stay far below it, and any real input moves a network far above it.
+pub const AT_REST: f64 = 1e-6;
+
 /// How a readout is computed from one second's networks.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Form {
@@ -85,6 +89,25 @@ impl Readout {
     pub fn parts(&self, row: &[f32; 7]) -> [f64; 7] {
         let e = self.effect(row);
         core::array::from_fn(|i| e[i] * f64::from(row[i]))
+    }
+
+    /// Whether no network this readout reads leaves rest in any second of `rows` (a contrast:
+    /// neither term's networks).
+    ///
+    /// Every prior weight is a drive from rest, so a network is exactly 0 when nothing it reads
+    /// is in the clip. Such a readout has no reading: ranked on a corpus whose median second has
+    /// speech it would sit at the corpus's bottom, a verdict about content the clip does not
+    /// have (a silent test pattern read "reward low, 11.6" before manipulation-standard 2.5.0).
+    #[must_use]
+    pub fn never_driven(&self, rows: &[[f32; 7]]) -> bool {
+        match self.form {
+            Form::Weighted(w) => rows.iter().all(|row| {
+                w.iter()
+                    .zip(row)
+                    .all(|(w, v)| *w == 0.0 || f64::from(v.abs()) < AT_REST)
+            }),
+            Form::Contrast(a, b) => a.never_driven(rows) && b.never_driven(rows),
+        }
     }
 
     /// The linear weights of a [`Form::Weighted`] readout; `None` for a contrast.
