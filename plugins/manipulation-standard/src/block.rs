@@ -293,7 +293,7 @@ pub fn quadrant(rows: &[[f32; 7]], scales: &Scales) -> Quadrant {
 /// assessable.
 fn quadrant_of(lowers_guard: Option<f64>, wins_over: Option<f64>, no_guard: &str) -> Quadrant {
     let on = |v: Option<f64>| v.is_some_and(|v| v >= QUADRANT_ON);
-    let (key, label, how): (&str, &str, String) = match (lowers_guard, wins_over) {
+    let (key, label, how): (&str, &str, alloc::string::String) = match (lowers_guard, wins_over) {
         (Some(_), Some(_)) => {
             let (key, label, how) = match (on(lowers_guard), on(wins_over)) {
                 (false, false) => (
