@@ -347,7 +347,7 @@ fn quadrant_of(lowers_guard: Option<f64>, wins_over: Option<f64>, no_guard: &str
             "clean",
             "Not assessable",
             format!(
-                "Neither axis is assessable ({no_guard}, and nothing that reads reward or feeling responded anywhere in the clip): both sit at the neutral 50, which is no reading."
+                "Not assessable on either axis ({no_guard}, and nothing that reads reward or feeling responded anywhere in the clip): both sit at the neutral 50, which is no reading."
             ),
         ),
     };
