@@ -10,7 +10,12 @@
 //! - the temperature fallback's five sampled temperatures on one window, decoded one after
 //!   another (the baseline: the reference's order) and as the one batch the fallback now
 //!   decodes, on the 4 x JFK window (where the repetition sends the decoder through every
-//!   temperature) and on the trailer's first window (music).
+//!   temperature) and on the trailer's first window (music);
+//! - what the language identification adds (issue 46): identifying the language of `jfk.wav`
+//!   (Whisper base, one window), `jfk.wav` transcribed by base against tiny.en (the baseline:
+//!   why English stays with tiny.en), the 64 s Japanese clip as it is now transcribed (base, in
+//!   Japanese) against tiny.en alone (the previous behaviour, which invented English), and the
+//!   resident memory base adds.
 //!
 //! Needs `scripts/fetch-models`, `scripts/fetch-test-media` and espeak-ng.
 
@@ -106,6 +111,85 @@ fn fallback(label: &str, whisper: &WhisperModel, pcm: &[f32]) {
     );
 }
 
+/// The resident set of this process (KiB), from `/proc/self/status`.
+fn resident_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Seconds `f` takes, and its result.
+fn timed<T>(f: impl FnOnce() -> T) -> (f64, T) {
+    let t = Instant::now();
+    let out = f();
+    (t.elapsed().as_secs_f64(), out)
+}
+
+/// Issue 46's costs: language identification, base against tiny.en on English, the Japanese
+/// clip now and before, and base's resident memory.
+async fn languages(paths: &ModelPaths, speech: &Speech, whisper: &WhisperModel, jfk: &[f32]) {
+    let before = resident_kib();
+    let base = WhisperModel::load(&paths.whisper_multilingual).expect("whisper base");
+    println!(
+        "{:<44} {:>6.0} MiB resident",
+        "Whisper base loaded (a second copy)",
+        (resident_kib().saturating_sub(before)) as f64 / 1024.0
+    );
+    let regions = speech.speech_regions(jfk).expect("vad");
+    let (secs, detected) = timed(|| speech.identify_language(jfk, &regions));
+    let detected = detected.expect("identify").expect("speech");
+    println!(
+        "{:<44} {secs:>6.2} s: {} (p {:.3})",
+        "language identification, jfk.wav", detected.code, detected.probability
+    );
+    let (tiny_secs, tiny) = timed(|| whisper.transcribe_in(jfk, &Some, None).expect("tiny"));
+    let (base_secs, base_text) =
+        timed(|| base.transcribe_in(jfk, &Some, Some("en")).expect("base"));
+    println!(
+        "{:<44} tiny.en {tiny_secs:>5.2} s (WER {:.3}), base {base_secs:>5.2} s (WER {:.3}): ratio {:.2}",
+        "jfk.wav, English, ungated",
+        support::wer(JFK, &joined_segments(&tiny)),
+        support::wer(JFK, &joined_segments(&base_text)),
+        base_secs / tiny_secs
+    );
+    let japanese = pcm(&media().join("japanese.wav")).await;
+    let (now_secs, (lines, language)) = timed(|| {
+        speech
+            .transcribe_with_language(&japanese)
+            .expect("transcribe")
+    });
+    let (before_secs, invented) = timed(|| {
+        let regions = speech.speech_regions(&japanese).expect("vad");
+        brainscan::speech::gate(
+            &whisper.transcribe(&japanese, &Some).expect("tiny"),
+            &regions,
+        )
+    });
+    println!(
+        "{:<44} now {now_secs:>5.2} s ({} lines, {:?}), tiny.en alone {before_secs:>5.2} s ({} lines: {:?}): ratio {:.2}",
+        "japanese.wav, 64 s",
+        lines.len(),
+        language.map(|l| l.code),
+        invented.len(),
+        invented.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(),
+        now_secs / before_secs
+    );
+}
+
+fn joined_segments(segments: &[brainscan::speech::whisper::Segment]) -> String {
+    segments
+        .iter()
+        .map(|s| s.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let paths = ModelPaths::under(&brainscan::config::default_models_dir_from_env());
@@ -145,5 +229,6 @@ async fn main() -> anyhow::Result<()> {
     });
     fallback("fallback temperatures, 4 x jfk window", &whisper, &long);
     fallback("fallback temperatures, trailer window", &whisper, &music);
+    languages(&paths, &speech, &whisper, &jfk).await;
     Ok(())
 }

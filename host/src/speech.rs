@@ -12,6 +12,14 @@
 //!
 //! Segment times are then tightened to the detected speech they overlap, which keeps them
 //! within a frame or two of where the voice starts and stops.
+//!
+//! **Which recogniser.** An English-only model cannot say that it hears another language: on
+//! 64 s of Japanese conversation Whisper tiny.en wrote two English lines nobody said ("working
+//! as she takes the", "premium kernel."). So the multilingual Whisper base first identifies the
+//! language on the first window of detected speech (its language token, one decoder step);
+//! English is then transcribed by tiny.en (as before, and about twice as fast as base), any
+//! other language by base in that language. A transcript is never in a language other than the
+//! one heard.
 
 pub mod ct2;
 pub mod decoder;
@@ -32,6 +40,9 @@ const VAD_THRESHOLD: f32 = 0.5;
 /// Windows start this long before detected speech.
 const LEAD_IN_SECS: f64 = 0.3;
 
+/// Transcript lines, each with its confidence (see [`gate_scored`]).
+pub type ScoredLines = Vec<(TranscriptLine, f32)>;
+
 /// Where the transcript came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -51,7 +62,10 @@ impl Source {
 /// The model folders below the models directory (see `scripts/fetch-models`).
 #[derive(Debug, Clone)]
 pub struct ModelPaths {
+    /// The English recogniser (Whisper tiny.en).
     pub whisper: PathBuf,
+    /// The multilingual recogniser and language identifier (Whisper base).
+    pub whisper_multilingual: PathBuf,
     pub vad: PathBuf,
     pub embedder: PathBuf,
 }
@@ -60,6 +74,7 @@ impl ModelPaths {
     pub fn under(dir: &Path) -> Self {
         Self {
             whisper: dir.join("whisper-tiny.en"),
+            whisper_multilingual: dir.join("whisper-base"),
             vad: dir.join("silero-vad").join("silero_vad_16k.safetensors"),
             embedder: dir.join("all-MiniLM-L6-v2"),
         }
@@ -67,16 +82,45 @@ impl ModelPaths {
 }
 
 pub struct Speech {
+    /// Transcribes English.
     whisper: whisper::WhisperModel,
+    /// Identifies the language, and transcribes every language but English.
+    multilingual: whisper::WhisperModel,
     vad: vad::SileroVad,
+}
+
+/// The language a clip's speech was heard in, for provenance and for what may read its words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Language {
+    /// Whisper's language code (`en`, `ja`, …).
+    pub code: String,
+    /// Its probability among the languages the identifier knows, on the first window of
+    /// detected speech.
+    pub probability: f32,
+    /// The model that transcribed it.
+    pub transcribed_by: String,
+}
+
+impl Language {
+    /// Whether the clip's words are English, the one language the semantic model reads.
+    pub fn is_english(&self) -> bool {
+        self.code == "en"
+    }
 }
 
 impl Speech {
     /// # Errors
     /// A model file missing or malformed; the message names it and `scripts/fetch-models`.
     pub fn load(paths: &ModelPaths) -> anyhow::Result<Self> {
+        let multilingual = whisper::WhisperModel::load(&paths.whisper_multilingual)?;
+        anyhow::ensure!(
+            multilingual.is_multilingual(),
+            "{} is an English-only model; the language identifier must be multilingual",
+            paths.whisper_multilingual.display()
+        );
         Ok(Self {
             whisper: whisper::WhisperModel::load(&paths.whisper)?,
+            multilingual,
             vad: vad::SileroVad::load(&paths.vad).map_err(|e| {
                 anyhow::anyhow!("{}: {e} (run scripts/fetch-models)", paths.vad.display())
             })?,
@@ -85,7 +129,7 @@ impl Speech {
 
     /// Names the models, for provenance.
     pub fn model_id(&self) -> String {
-        format!("{}+silero-vad", self.whisper.id)
+        format!("{}+{}+silero-vad", self.whisper.id, self.multilingual.id)
     }
 
     /// Speech regions of 16 kHz mono `pcm`.
@@ -102,9 +146,47 @@ impl Speech {
     /// # Errors
     /// Tensor errors.
     pub fn transcribe(&self, pcm: &[f32]) -> anyhow::Result<Vec<TranscriptLine>> {
+        Ok(self.transcribe_with_language(pcm)?.0)
+    }
+
+    /// [`Speech::transcribe`], with the language the speech was heard in (`None` without
+    /// speech).
+    ///
+    /// # Errors
+    /// Tensor errors.
+    pub fn transcribe_with_language(
+        &self,
+        pcm: &[f32],
+    ) -> anyhow::Result<(Vec<TranscriptLine>, Option<Language>)> {
         let pcm = &pcm[..pcm.len().min(MAX_SECONDS * vad::SAMPLE_RATE)];
         let regions = self.speech_regions(pcm)?;
-        self.transcribe_regions(pcm, &regions)
+        let (scored, language) = self.transcribe_scored(pcm, &regions)?;
+        Ok((scored.into_iter().map(|(l, _)| l).collect(), language))
+    }
+
+    /// The transcript's provenance when it came from speech: the models, and the language
+    /// heard (absent when no speech was detected) with its probability, the model that
+    /// transcribed it, and whether the semantic model read the words' meaning.
+    pub fn provenance(&self, language: Option<&Language>) -> serde_json::Value {
+        let mut out = serde_json::json!({
+            "source": Source::Speech.as_str(),
+            "model": self.model_id(),
+        });
+        if let Some(l) = language {
+            out["language"] = l.code.clone().into();
+            out["language_probability"] =
+                serde_json::json!((f64::from(l.probability) * 1000.0).round() / 1000.0);
+            out["transcribed_by"] = l.transcribed_by.clone().into();
+            out["meaning_read"] = l.is_english().into();
+            if !l.is_english() {
+                out["note"] = format!(
+                    "The speech is transcribed in the language heard ({}). Its meaning is not read: the semantic model reads English only, so the lenses follow the voice, not what it says.",
+                    l.code
+                )
+                .into();
+            }
+        }
+        out
     }
 
     /// Transcribes `pcm` where `regions` (from [`Speech::speech_regions`] on the same audio)
@@ -120,9 +202,27 @@ impl Speech {
         let pcm = &pcm[..pcm.len().min(MAX_SECONDS * vad::SAMPLE_RATE)];
         Ok(self
             .transcribe_scored(pcm, regions)?
+            .0
             .into_iter()
             .map(|(line, _)| line)
             .collect())
+    }
+
+    /// The language of the speech in `pcm`, identified by the multilingual model on the 30 s
+    /// window that starts just before the first detected speech; `None` without speech.
+    ///
+    /// # Errors
+    /// Tensor errors.
+    pub fn identify_language(
+        &self,
+        pcm: &[f32],
+        regions: &[vad::Region],
+    ) -> anyhow::Result<Option<whisper::Detected>> {
+        let Some(first) = regions.first() else {
+            return Ok(None);
+        };
+        self.multilingual
+            .detect_language(pcm, (first.start - LEAD_IN_SECS).max(0.0))
     }
 
     /// [`Speech::transcribe_regions`] with each line's confidence (see [`gate_scored`]), over
@@ -135,10 +235,17 @@ impl Speech {
         &self,
         pcm: &[f32],
         regions: &[vad::Region],
-    ) -> anyhow::Result<Vec<(TranscriptLine, f32)>> {
-        if regions.is_empty() {
-            return Ok(Vec::new());
-        }
+    ) -> anyhow::Result<(ScoredLines, Option<Language>)> {
+        let Some(detected) = self.identify_language(pcm, regions)? else {
+            return Ok((Vec::new(), None));
+        };
+        // English goes to tiny.en (faster, and the recogniser the English tests measure);
+        // every other language to the multilingual model, in that language.
+        let (model, code) = if detected.code == "en" {
+            (&self.whisper, None)
+        } else {
+            (&self.multilingual, Some(detected.code.as_str()))
+        };
         let skip_to = |t: f64| {
             regions.iter().find(|r| r.end > t + 0.1).map(|r| {
                 if r.start - LEAD_IN_SECS > t {
@@ -148,8 +255,13 @@ impl Speech {
                 }
             })
         };
-        let segments = self.whisper.transcribe(pcm, &skip_to)?;
-        Ok(gate_scored(&segments, regions))
+        let segments = model.transcribe_in(pcm, &skip_to, code)?;
+        let language = Language {
+            code: detected.code.clone(),
+            probability: detected.probability,
+            transcribed_by: model.id.clone(),
+        };
+        Ok((gate_scored(&segments, regions), Some(language)))
     }
 }
 
@@ -185,15 +297,14 @@ pub async fn transcript_of(
     let pcm = decode::read_audio(media, spec, max_samples)
         .await
         .map_err(|e| format!("decoding audio for transcription: {e}"))?;
-    let id = model.model_id();
-    let lines = tokio::task::spawn_blocking(move || model.transcribe(&pcm))
-        .await
-        .map_err(|e| format!("transcription: {e}"))?
-        .map_err(|e| format!("transcription: {e:#}"))?;
-    Ok((
-        lines,
-        serde_json::json!({"source": Source::Speech.as_str(), "model": id}),
-    ))
+    tokio::task::spawn_blocking(move || {
+        let (lines, language) = model
+            .transcribe_with_language(&pcm)
+            .map_err(|e| format!("transcription: {e:#}"))?;
+        Ok((lines, model.provenance(language.as_ref())))
+    })
+    .await
+    .map_err(|e| format!("transcription: {e}"))?
 }
 
 /// The lines of the first text subtitle stream, when the media has one that parses to lines.
@@ -227,6 +338,18 @@ pub struct Heard {
     pub confidence: Vec<f32>,
     /// Where the lines came from, for provenance (as [`transcript_of`] reports it).
     pub source: serde_json::Value,
+    /// The language the speech was heard in, when Whisper transcribed it (`None` for
+    /// subtitles, and without speech).
+    pub language: Option<Language>,
+}
+
+impl Heard {
+    /// Whether the semantic model may read the lines' meaning: subtitles (taken as written)
+    /// and English speech. Speech in another language is transcribed in it, but its meaning
+    /// is not read by an English embedder.
+    pub fn meaning_readable(&self) -> bool {
+        self.language.as_ref().is_none_or(Language::is_english)
+    }
 }
 
 /// Voice activity and the transcript of the first `duration_sec` seconds of a clip, decoding
@@ -253,6 +376,7 @@ pub async fn hear(
                 confidence: vec![1.0; lines.len()],
                 lines,
                 source: serde_json::json!({"source": Source::Subtitles.as_str()}),
+                language: None,
             },
             None => Heard {
                 source: serde_json::json!({"source": "none"}),
@@ -274,17 +398,19 @@ pub async fn hear(
         let regions = speech
             .speech_regions(&pcm)
             .map_err(|e| format!("voice activity: {e:#}"))?;
-        let (scored, source) = match subtitles {
+        let (scored, source, language) = match subtitles {
             Some(lines) => (
                 lines.into_iter().map(|l| (l, 1.0)).collect(),
                 serde_json::json!({"source": Source::Subtitles.as_str()}),
+                None,
             ),
-            None => (
-                speech
+            None => {
+                let (scored, language) = speech
                     .transcribe_scored(&pcm, &regions)
-                    .map_err(|e| format!("transcription: {e:#}"))?,
-                serde_json::json!({"source": Source::Speech.as_str(), "model": speech.model_id()}),
-            ),
+                    .map_err(|e| format!("transcription: {e:#}"))?;
+                let source = speech.provenance(language.as_ref());
+                (scored, source, language)
+            }
         };
         let (lines, confidence) = scored.into_iter().unzip();
         Ok(Heard {
@@ -292,6 +418,7 @@ pub async fn hear(
             lines,
             confidence,
             source,
+            language,
         })
     })
     .await

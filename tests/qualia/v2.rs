@@ -669,3 +669,72 @@ async fn a_clip_just_over_the_limit_is_read_to_the_limit_and_scored() {
     let (_, _, series) = lens_series(&out).await;
     assert!(series.iter().all(|s| s.seconds.len() == 6));
 }
+
+/// Issue 46, through the whole pipeline: 64 s of real Japanese conversation. The language is
+/// identified and the lines are Japanese; the semantic features, which an English embedder
+/// would read as noise, stay at 0 while the voice is read; and nothing the moments plugin
+/// writes for a client quotes English that nobody said (tiny.en alone put "premium kernel."
+/// in the summary as the buying-intent peak).
+#[tokio::test]
+async fn japanese_speech_is_quoted_as_said_and_its_meaning_is_not_guessed() {
+    let out = analyse(&real_media().join("japanese.wav")).await;
+    let heard = out.heard.as_ref().expect("heard");
+    let language = heard.language.as_ref().expect("a language");
+    assert_eq!(language.code, "ja", "{:?}", heard.source);
+    assert!(!heard.meaning_readable());
+    assert_eq!(heard.source["meaning_read"], false, "{}", heard.source);
+    assert!(!heard.lines.is_empty());
+    for name in [
+        "semantic_change",
+        "axis_social",
+        "axis_emotion",
+        "axis_numbers",
+        "axis_pressure",
+        "axis_evidence",
+        "axis_product",
+    ] {
+        assert!(
+            feature(&out, name).iter().all(|v| *v == 0.0),
+            "{name} read the meaning of Japanese with an English embedder"
+        );
+    }
+    let voiced = feature(&out, "speech_presence");
+    assert!(mean(&voiced) > 0.3, "voice presence {:.2}", mean(&voiced));
+    let (runtime, clip, lenses) = lens_series(&out).await;
+    let moments = builtin(&runtime, "moments_standard.wasm");
+    let (detection, _) = runtime
+        .detect(&moments, &clip, &lenses)
+        .await
+        .expect("moments");
+    // Every quote a client reads is something said, in the language it was said in.
+    let japanese_share = |text: &str| {
+        let letters: Vec<u32> = text
+            .chars()
+            .filter(|c| c.is_alphabetic())
+            .map(u32::from)
+            .collect();
+        let kana_or_kanji = letters
+            .iter()
+            .filter(|c| matches!(**c, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF))
+            .count();
+        kana_or_kanji as f64 / letters.len().max(1) as f64
+    };
+    let quotes: Vec<&str> = detection
+        .buy_moments
+        .iter()
+        .flatten()
+        .filter_map(|b| b.quote.as_deref())
+        .filter(|q| !q.is_empty())
+        .collect();
+    for quote in &quotes {
+        assert!(
+            heard
+                .lines
+                .iter()
+                .any(|l| l.text.contains(quote) || quote.contains(l.text.as_str())),
+            "a buy-moment quote that was not said: {quote:?}"
+        );
+        assert!(japanese_share(quote) >= 0.8, "{quote:?}");
+    }
+    eprintln!("summary: {}; quotes {quotes:?}", detection.summary);
+}

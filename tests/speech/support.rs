@@ -74,14 +74,19 @@ pub async fn duration(path: &Path) -> f64 {
 
 /// The transcript the scan pipeline would give `path`, and its source.
 pub async fn transcript(path: &Path) -> (Vec<TranscriptLine>, String) {
+    let (lines, source) = transcript_with_provenance(path).await;
+    (lines, source["source"].as_str().unwrap_or("").to_owned())
+}
+
+/// The transcript the scan pipeline would give `path`, and its whole `provenance.transcript`.
+pub async fn transcript_with_provenance(path: &Path) -> (Vec<TranscriptLine>, serde_json::Value) {
     let info = probe::probe(path, std::time::Duration::from_secs(30))
         .await
         .expect("probe");
     let d = info.duration_sec.expect("duration");
-    let (lines, source) = brainscan::speech::transcript_of(path, &info, d, Some(speech()))
+    brainscan::speech::transcript_of(path, &info, d, Some(speech()))
         .await
-        .expect("transcript");
-    (lines, source["source"].as_str().unwrap_or("").to_owned())
+        .expect("transcript")
 }
 
 fn words(text: &str) -> Vec<String> {

@@ -307,7 +307,10 @@ pub fn word_onsets(lines: &[TranscriptLine], confidence: &[f32]) -> Vec<Word> {
     out
 }
 
-/// The language features of a clip of `seconds` seconds.
+/// The language features of a clip of `seconds` seconds. `embedder` is `None` when the lines'
+/// meaning cannot be read (speech in a language other than the embedder's English): the
+/// voice and the word counts are read, and the semantic features (boundaries, axes) stay 0,
+/// as for speech without words, rather than reading an English model's guess at them.
 ///
 /// # Errors
 /// Embedder errors, or axes of the wrong size.
@@ -316,7 +319,7 @@ pub fn compute(
     regions: &[Region],
     lines: &[TranscriptLine],
     confidence: &[f32],
-    embedder: &dyn Embed,
+    embedder: Option<&dyn Embed>,
     axes: &SemanticAxes,
 ) -> anyhow::Result<LanguageFeatures> {
     anyhow::ensure!(
@@ -378,7 +381,10 @@ pub fn compute(
         .collect();
     distinct.sort_unstable();
     distinct.dedup();
-    let vectors = embedder.embed(&distinct)?;
+    let vectors = match embedder {
+        Some(e) => e.embed(&distinct)?,
+        None => Vec::new(),
+    };
     let vector = |s: &str| -> Option<&Vec<f32>> {
         distinct.binary_search(&s).ok().and_then(|i| vectors.get(i))
     };
@@ -496,7 +502,7 @@ mod tests {
             &regions,
             &[line(1.0, 3.0, "alpha beta gamma delta epsilon zeta")],
             &[1.0],
-            &Letters,
+            Some(&Letters),
             &axes,
         )
         .expect("features");
@@ -509,14 +515,14 @@ mod tests {
         // Second 2: 6 words over 2 voiced seconds.
         assert!((at(2, 2) - 3.0).abs() < 1e-6);
         // Voice with no words (reversed speech): presence without intelligibility.
-        let g = compute(4, &regions, &[], &[], &Letters, &axes).expect("features");
+        let g = compute(4, &regions, &[], &[], Some(&Letters), &axes).expect("features");
         // Unsure words count by their confidence: 6 words at 0.25 over 2 voiced seconds.
         let h = compute(
             4,
             &regions,
             &[line(1.0, 3.0, "alpha beta gamma delta epsilon zeta")],
             &[0.25],
-            &Letters,
+            Some(&Letters),
             &axes,
         )
         .expect("features");
@@ -524,6 +530,42 @@ mod tests {
         assert_eq!(g.per_second[2 * LANGUAGE_FEATURES], 1.0);
         assert_eq!(g.per_second[2 * LANGUAGE_FEATURES + 2], 0.0);
         assert!(g.detected);
+    }
+
+    #[test]
+    fn speech_whose_meaning_cannot_be_read_gives_no_semantic_features() {
+        // Speech in a language the embedder does not read: the voice and the word counts are
+        // read as with an embedder, every semantic feature is 0, and nothing is embedded.
+        struct Refuses;
+        impl Embed for Refuses {
+            fn embed(&self, _: &[&str]) -> anyhow::Result<Vec<Vec<f32>>> {
+                anyhow::bail!("embedded a text it cannot read")
+            }
+        }
+        let axes = semantic_axes(&Letters).expect("axes");
+        let regions = [Region {
+            start: 0.0,
+            end: 12.0,
+        }];
+        let lines: Vec<TranscriptLine> = (0..12)
+            .map(|t| line(t as f32, t as f32 + 1.0, AXES[0].anchors[t % 2]))
+            .collect();
+        let read = compute(12, &regions, &lines, &[], Some(&Letters), &axes).expect("read");
+        let unread = compute(12, &regions, &lines, &[], None, &axes).expect("unread");
+        for t in 0..12 {
+            let row = |f: &LanguageFeatures| {
+                f.per_second[t * LANGUAGE_FEATURES..(t + 1) * LANGUAGE_FEATURES].to_vec()
+            };
+            assert_eq!(row(&read)[..3], row(&unread)[..3], "second {t}");
+            assert!(row(&unread)[3..].iter().all(|v| *v == 0.0), "second {t}");
+        }
+        assert!(
+            read.per_second
+                .chunks(LANGUAGE_FEATURES)
+                .any(|r| r[4..].iter().any(|v| *v > 0.0)),
+            "the read clip must move an axis, or this test checks nothing"
+        );
+        assert!(compute(12, &regions, &lines, &[], Some(&Refuses), &axes).is_err());
     }
 
     #[test]
@@ -536,7 +578,7 @@ mod tests {
             line(8.0, 12.0, "aaa aaa aaa"),
             line(12.0, 16.0, "zzz zzz zzz"),
         ];
-        let f = compute(18, &[], &lines, &[], &Letters, &axes).expect("features");
+        let f = compute(18, &[], &lines, &[], Some(&Letters), &axes).expect("features");
         let change = |t: usize| f.per_second[t * LANGUAGE_FEATURES + 3];
         assert_eq!(change(3), 0.0, "no earlier window yet");
         for t in 4..12 {
@@ -544,7 +586,7 @@ mod tests {
         }
         assert!(change(15) > 0.9, "the change of topic: {}", change(15));
         // A clip cut after second 15 gives the same values up to second 15.
-        let g = compute(16, &[], &lines, &[], &Letters, &axes).expect("features");
+        let g = compute(16, &[], &lines, &[], Some(&Letters), &axes).expect("features");
         assert_eq!(&f.per_second[..16 * LANGUAGE_FEATURES], &g.per_second[..]);
     }
 
@@ -560,7 +602,7 @@ mod tests {
             .enumerate()
             .map(|(i, t)| line(4.0 * i as f32, 4.0 * (i + 1) as f32, t))
             .collect();
-        let f = compute(24, &[], &lines, &[], &Letters, &axes).expect("features");
+        let f = compute(24, &[], &lines, &[], Some(&Letters), &axes).expect("features");
         let change = |t: usize| f.per_second[t * LANGUAGE_FEATURES + 3];
         let late: Vec<f32> = (12..24).map(change).collect();
         assert!(
@@ -573,11 +615,11 @@ mod tests {
     fn neutral_text_reads_zero_on_every_axis() {
         let axes = semantic_axes(&Letters).expect("axes");
         let lines = [line(0.0, 4.0, &NEUTRAL.join(" "))];
-        let f = compute(4, &[], &lines, &[], &Letters, &axes).expect("features");
+        let f = compute(4, &[], &lines, &[], Some(&Letters), &axes).expect("features");
         let row = &f.per_second[3 * LANGUAGE_FEATURES..4 * LANGUAGE_FEATURES];
         assert!(row[4..].iter().all(|v| *v < 0.05), "{row:?}");
         let social = [line(0.0, 4.0, &AXES[0].anchors.join(" "))];
-        let g = compute(4, &[], &social, &[], &Letters, &axes).expect("features");
+        let g = compute(4, &[], &social, &[], Some(&Letters), &axes).expect("features");
         assert!(g.per_second[3 * LANGUAGE_FEATURES + 4] > 0.1);
     }
 }

@@ -354,7 +354,7 @@ impl Qualia {
                                 &h.regions,
                                 &h.lines,
                                 &h.confidence,
-                                l.embedder.as_ref(),
+                                h.meaning_readable().then_some(l.embedder.as_ref()),
                                 &model.axes,
                             )
                             .map_err(|e| {

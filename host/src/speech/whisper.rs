@@ -53,8 +53,12 @@ struct SpecialTokens {
     no_timestamps: u32,
     no_speech: u32,
     timestamp_begin: u32,
-    /// `<|en|>` and `<|transcribe|>` for multilingual models; empty for `.en` models.
-    task: Vec<u32>,
+    /// `<|transcribe|>` for multilingual models; `None` for `.en` models, whose prompt is
+    /// `<|startoftranscript|>` alone.
+    transcribe: Option<u32>,
+    /// The language tokens of a multilingual model, by code (`en`, `ja`, …), from the
+    /// config's `lang_ids`; empty for `.en` models.
+    languages: Vec<(String, u32)>,
 }
 
 /// A loaded model. Cheap to clone per transcription: tensors are shared.
@@ -81,6 +85,19 @@ struct SideConfig {
     suppress_ids: Vec<u32>,
     #[serde(default)]
     suppress_ids_begin: Vec<u32>,
+    /// The language tokens of a multilingual model (CTranslate2's `config.json`).
+    #[serde(default)]
+    lang_ids: Vec<u32>,
+}
+
+/// The language a window was heard in: Whisper's language token with the highest probability
+/// one decoder step after `<|startoftranscript|>` (the reference's `detect_language`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Detected {
+    /// The language code of the token (`en`, `ja`, …).
+    pub code: String,
+    /// Its probability among the model's language tokens.
+    pub probability: f32,
 }
 
 fn token(t: &Tokenizer, s: &str) -> anyhow::Result<u32> {
@@ -141,11 +158,13 @@ impl WhisperModel {
                 .find_map(|s| tokenizer.token_to_id(s))
                 .context("tokenizer.json has no no-speech token")?,
             timestamp_begin: no_timestamps + 1,
-            task: if multilingual {
-                vec![
-                    token(&tokenizer, "<|en|>")?,
-                    token(&tokenizer, m::TRANSCRIBE_TOKEN)?,
-                ]
+            transcribe: if multilingual {
+                Some(token(&tokenizer, m::TRANSCRIBE_TOKEN)?)
+            } else {
+                None
+            },
+            languages: if multilingual {
+                languages(&tokenizer, &side.lang_ids)?
             } else {
                 Vec::new()
             },
@@ -179,6 +198,67 @@ impl WhisperModel {
         })
     }
 
+    /// Whether the model reads many languages (and so can tell which one it hears).
+    pub fn is_multilingual(&self) -> bool {
+        self.tokens.transcribe.is_some()
+    }
+
+    /// The codes of the languages the model can transcribe (empty for `.en` models).
+    pub fn language_codes(&self) -> impl Iterator<Item = &str> {
+        self.tokens.languages.iter().map(|(c, _)| c.as_str())
+    }
+
+    /// The decoder prompt: `<|startoftranscript|>`, then for a multilingual model the
+    /// language's token (English when `None`) and `<|transcribe|>`.
+    fn prompt(&self, language: Option<&str>) -> anyhow::Result<Vec<u32>> {
+        let mut prompt = vec![self.tokens.sot];
+        if let Some(transcribe) = self.tokens.transcribe {
+            let code = language.unwrap_or("en");
+            let (_, id) = self
+                .tokens
+                .languages
+                .iter()
+                .find(|(c, _)| c == code)
+                .with_context(|| format!("the model has no language {code:?}"))?;
+            prompt.extend([*id, transcribe]);
+        } else if let Some(code) = language.filter(|c| *c != "en") {
+            anyhow::bail!("{} reads English only, not {code:?}", self.id);
+        }
+        Ok(prompt)
+    }
+
+    /// The language heard in the 30 s window that starts at `from_sec` of `pcm`, or `None` for
+    /// an English-only model (it has no language tokens). One encoder pass and one decoder step.
+    ///
+    /// # Errors
+    /// Tensor errors.
+    pub fn detect_language(&self, pcm: &[f32], from_sec: f64) -> anyhow::Result<Option<Detected>> {
+        if self.tokens.languages.is_empty() {
+            return Ok(None);
+        }
+        let start = ((from_sec.max(0.0) * m::SAMPLE_RATE as f64) as usize).min(pcm.len());
+        let end = pcm.len().min(start + m::N_SAMPLES);
+        let (mel, _) = self.mel(&pcm[start..end])?;
+        let window = mel.narrow(1, 0, N_FRAMES)?.unsqueeze(0)?;
+        let mut encoder = self.model.encoder.clone();
+        let attended = self.decoder.attend(&encoder.forward(&window, true)?)?;
+        let mut pass = self.decoder.pass(&attended, 1);
+        let hidden = self.decoder.feed(&mut pass, &[self.tokens.sot])?;
+        let logits = self.decoder.logits(&hidden, 0)?;
+        let scores: Vec<f32> = self
+            .tokens
+            .languages
+            .iter()
+            .map(|(_, id)| logits[*id as usize])
+            .collect();
+        let best = argmax(&scores) as usize;
+        let probability = (scores[best] - log_sum_exp(&scores)).exp();
+        Ok(Some(Detected {
+            code: self.tokens.languages[best].0.clone(),
+            probability,
+        }))
+    }
+
     /// Log-mel spectrogram of 16 kHz mono `pcm` followed by 30 s of silence, as
     /// `(n_mels, frames)` plus the number of frames that hold real audio.
     fn mel(&self, pcm: &[f32]) -> candle_core::Result<(Tensor, usize)> {
@@ -205,6 +285,20 @@ impl WhisperModel {
         pcm: &[f32],
         skip_to: &dyn Fn(f64) -> Option<f64>,
     ) -> anyhow::Result<Vec<Segment>> {
+        self.transcribe_in(pcm, skip_to, None)
+    }
+
+    /// [`WhisperModel::transcribe`] in `language` (a code the model has; `None` is English).
+    ///
+    /// # Errors
+    /// Tensor errors, or a language the model does not read.
+    pub fn transcribe_in(
+        &self,
+        pcm: &[f32],
+        skip_to: &dyn Fn(f64) -> Option<f64>,
+        language: Option<&str>,
+    ) -> anyhow::Result<Vec<Segment>> {
+        let prompt = self.prompt(language)?;
         let mut encoder = self.model.encoder.clone();
         let (mel, content_frames) = self.mel(pcm)?;
         let mut seek = 0usize;
@@ -225,7 +319,7 @@ impl WhisperModel {
             let offset = seek as f64 * FRAME_SECS;
             let features = encoder.forward(&window, true)?;
             let attended = self.decoder.attend(&features)?;
-            let decoded = self.decode_with_fallback(&attended, seek as u64)?;
+            let decoded = self.decode_with_fallback(&attended, &prompt, seek as u64)?;
             let silent = decoded.no_speech_prob > m::NO_SPEECH_THRESHOLD
                 && decoded.avg_logprob < m::LOGPROB_THRESHOLD;
             let (found, advance) = self.segments(&decoded, offset, window_frames);
@@ -257,8 +351,7 @@ impl WhisperModel {
         let features = model.encoder.forward(&window, true)?;
         let attended = self.decoder.attend(&features)?;
         let mut pass = self.decoder.pass(&attended, 1);
-        let mut sequence = vec![self.tokens.sot];
-        sequence.extend(&self.tokens.task);
+        let mut sequence = self.prompt(None)?;
         let mut worst = 0f32;
         let mut fed = sequence.clone();
         for (i, &next) in std::iter::once(&0).chain(tokens).enumerate() {
@@ -301,19 +394,20 @@ impl WhisperModel {
             .map(|(i, &t)| (t, i as u64))
             .collect();
         let summary = |d: Decoded| (d.tokens, d.avg_logprob);
-        let greedy = self.decode(&attended, &candidates[..1])?;
+        let prompt = self.prompt(None)?;
+        let greedy = self.decode(&attended, &prompt, &candidates[..1])?;
         let started = std::time::Instant::now();
         let mut one_by_one: Vec<_> = greedy.into_iter().map(summary).collect();
         for c in &candidates[1..] {
             one_by_one.extend(
-                self.decode(&attended, std::slice::from_ref(c))?
+                self.decode(&attended, &prompt, std::slice::from_ref(c))?
                     .into_iter()
                     .map(summary),
             );
         }
         let one_by_one_secs = started.elapsed().as_secs_f64();
         let started = std::time::Instant::now();
-        let rest = self.decode(&attended, &candidates[1..])?;
+        let rest = self.decode(&attended, &prompt, &candidates[1..])?;
         let batched_secs = started.elapsed().as_secs_f64();
         let mut batched = vec![one_by_one[0].clone()];
         batched.extend(rest.into_iter().map(summary));
@@ -401,7 +495,12 @@ impl WhisperModel {
     /// alone (most windows stop there); when it fails, the other temperatures are decoded as
     /// one batch and tried in order, which gives the same choice as decoding them one by one
     /// (each keeps its own seed) at the cost of one pass instead of up to five.
-    fn decode_with_fallback(&self, attended: &Attended, seed: u64) -> anyhow::Result<Decoded> {
+    fn decode_with_fallback(
+        &self,
+        attended: &Attended,
+        prompt: &[u32],
+        seed: u64,
+    ) -> anyhow::Result<Decoded> {
         let accept = |d: &Decoded| {
             let silent =
                 d.no_speech_prob > m::NO_SPEECH_THRESHOLD && d.avg_logprob < m::LOGPROB_THRESHOLD;
@@ -416,13 +515,13 @@ impl WhisperModel {
             .collect();
         let (first, rest) = candidates.split_first().context("no temperatures")?;
         let greedy = self
-            .decode(attended, std::slice::from_ref(first))?
+            .decode(attended, prompt, std::slice::from_ref(first))?
             .pop()
             .context("no decoding")?;
         if accept(&greedy) || rest.is_empty() {
             return Ok(greedy);
         }
-        let mut fallbacks = self.decode(attended, rest)?;
+        let mut fallbacks = self.decode(attended, prompt, rest)?;
         let chosen = fallbacks
             .iter()
             .position(accept)
@@ -437,18 +536,17 @@ impl WhisperModel {
     fn decode(
         &self,
         attended: &Attended,
+        prompt: &[u32],
         candidates: &[(f64, u64)],
     ) -> anyhow::Result<Vec<Decoded>> {
         let tk = &self.tokens;
-        let mut prompt = vec![tk.sot];
-        prompt.extend(&tk.task);
         let prefix = prompt.len();
         let mut rows: Vec<Candidate> = candidates
             .iter()
             .map(|&(temperature, seed)| Candidate {
                 temperature,
                 rng: rand::rngs::StdRng::seed_from_u64(seed),
-                tokens: prompt.clone(),
+                tokens: prompt.to_vec(),
                 sum_logprob: 0.0,
                 no_speech_prob: 0.0,
                 done: false,
@@ -659,6 +757,28 @@ pub fn compression_ratio(text: &str) -> f64 {
 }
 
 /// The mel filter bank `mel_{n}.npy` (from Whisper's `mel_filters.npz`), `(n_mels, 201)`.
+/// The language tokens `ids` (a multilingual config's `lang_ids`) by their codes: `<|ja|>` is
+/// `ja`.
+fn languages(tokenizer: &Tokenizer, ids: &[u32]) -> anyhow::Result<Vec<(String, u32)>> {
+    anyhow::ensure!(
+        !ids.is_empty(),
+        "a multilingual whisper config.json must list its lang_ids"
+    );
+    ids.iter()
+        .map(|&id| {
+            let token = tokenizer
+                .id_to_token(id)
+                .with_context(|| format!("tokenizer.json has no token {id} (a lang_id)"))?;
+            let code = token
+                .strip_prefix("<|")
+                .and_then(|t| t.strip_suffix("|>"))
+                .filter(|c| !c.is_empty() && c.len() <= 8)
+                .with_context(|| format!("lang_id {id} is {token:?}, not a language token"))?;
+            Ok((code.to_owned(), id))
+        })
+        .collect()
+}
+
 fn mel_filters(dir: &Path, n_mels: usize) -> anyhow::Result<Vec<f32>> {
     let path = dir.join(format!("mel_{n_mels}.npy"));
     let t = Tensor::read_npy(&path)
