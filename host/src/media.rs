@@ -7,5 +7,6 @@ pub mod demuxers;
 pub mod fetch;
 pub mod guard;
 pub mod loudness;
+pub mod page;
 pub mod probe;
 pub mod probe_slots;

@@ -56,16 +56,15 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
     let url = url::Url::parse(&request.input.url)
         .map_err(|e| StageError::permanent("invalid_request", e.to_string()))?;
     let stage = Instant::now();
-    let media = app
-        .fetcher
-        .download(
-            &url,
-            &app.tmp_dir(),
-            app.config.fetch.fetch_max_bytes,
-            false,
-            app.config.fetch.timeout(),
-        )
-        .await?;
+    let (media, from_page) = crate::media::page::download_media(
+        &app.fetcher,
+        &url,
+        &app.tmp_dir(),
+        app.config.fetch.fetch_max_bytes,
+        false,
+        app.config.fetch.timeout(),
+    )
+    .await?;
     tracing::info!(scan.id = scan_id, bytes = media.bytes, "downloaded");
     crate::metrics::record_stage("download", stage.elapsed());
 
@@ -101,11 +100,19 @@ pub async fn run_scan(app: &Arc<App>, scan_id: &str) -> Result<(), StageError> {
         .await?;
     crate::metrics::record_stage("analysis", stage.elapsed());
     drop(media);
+    let mut result = result;
+    if let Some(from) = from_page
+        && let Some(provenance) = result.provenance.as_object_mut()
+    {
+        provenance.insert(
+            "input".into(),
+            serde_json::json!({"kind": "page", "page_url": from.page_url, "media_url": from.media_url, "found_by": from.found_by}),
+        );
+    }
 
     if !enter(app, scan_id, Stage::Assembling).await? {
         return Ok(()); // cancelled meanwhile
     }
-    let mut result = result;
     if request.options.include_fmri {
         let stage = Instant::now();
         let render = app

@@ -18,6 +18,7 @@ mod intelligence;
 mod local_analyze;
 mod mcp;
 mod openapi;
+mod pages;
 mod process;
 mod scans;
 mod shape;

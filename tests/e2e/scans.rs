@@ -119,7 +119,7 @@ async fn invalid_bodies_get_the_error_envelope() {
         (
             json!({"input": {"type": "video", "video_url": t.media.url("/media/page.html")}}),
             422,
-            "unsupported_media",
+            "no_media_on_page",
         ),
         (
             json!({"input": {"type": "video", "video_url": t.media.url("/media/garbage.bin")}}),

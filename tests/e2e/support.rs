@@ -95,6 +95,35 @@ pub fn fixtures() -> &'static Fixtures {
         )
         .expect("write");
         std::fs::write(path.join("garbage.bin"), vec![0x5a_u8; 4096]).expect("write");
+        // Pages that publish media (tests/e2e/pages.rs): relative addresses resolve against
+        // the page, a declared video wins over audio and over the page's own players.
+        for (name, html) in [
+            (
+                "page_og.html",
+                r#"<!doctype html><html><head><title>Blender</title>
+                <meta property="og:audio" content="tone.wav">
+                <meta property="og:video" content="clip.mp4">
+                </head><body><video src="missing.mp4"></video></body></html>"#,
+            ),
+            (
+                "page_jsonld.html",
+                r#"<html><head><script type="application/ld+json">
+                {"@context":"https://schema.org","@type":"AudioObject","contentUrl":"/media/tone.wav"}
+                </script></head><body><p>An episode.</p></body></html>"#,
+            ),
+            // The chosen candidate is itself a page: not followed.
+            (
+                "page_chain.html",
+                r#"<html><head><meta property="og:video" content="page_og.html"></head></html>"#,
+            ),
+            // The chosen candidate is a private address: the guard refuses it.
+            (
+                "page_private.html",
+                r#"<html><head><meta property="og:video" content="http://10.0.0.5/ad.mp4"></head></html>"#,
+            ),
+        ] {
+            std::fs::write(path.join(name), html).expect("write");
+        }
         Fixtures {
             _dir: dir,
             dir: path,

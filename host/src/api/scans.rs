@@ -299,18 +299,18 @@ async fn probe_up_front(app: &App, request: &ScanRequest) -> Result<(), ApiError
     let field = input_field(request);
     let url =
         url::Url::parse(&request.input.url).map_err(|e| ApiError::invalid(field, e.to_string()))?;
-    let head = match app
-        .fetcher
-        .download(
-            &url,
-            &app.tmp_dir(),
-            app.config.fetch.probe_bytes,
-            true,
-            budget,
-        )
-        .await
+    // A page URL is read as a page here too, so a page without media is refused now.
+    let head = match crate::media::page::download_media(
+        &app.fetcher,
+        &url,
+        &app.tmp_dir(),
+        app.config.fetch.probe_bytes,
+        true,
+        budget,
+    )
+    .await
     {
-        Ok(head) => head,
+        Ok((head, _)) => head,
         Err(FetchError::Timeout) => {
             tracing::info!("duration probe timed out; the worker will check the clip");
             return Ok(());
@@ -326,7 +326,7 @@ async fn probe_up_front(app: &App, request: &ScanRequest) -> Result<(), ApiError
     let knows_duration = matches!(&outcome, Ok(info) if info.duration_sec.is_some());
     if !knows_duration
         && !head.complete
-        && let Some(sparse) = head_and_tail(app, &url, &head, left()).await
+        && let Some(sparse) = head_and_tail(app, &head.url, &head, left()).await
         && let Ok(info) = probe::probe(sparse.path(), left()).await
         && info.duration_sec.is_some()
     {
@@ -448,7 +448,7 @@ const FAILED_WORK_WINDOW_MS: i64 = 3600 * 1000;
         (status = 409, description = "Idempotency-Key reused with another body", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 415, description = "The body is not declared as JSON (Content-Type)", body = ErrorBody),
-        (status = 422, description = "video_too_long, unsupported_media, download_failed, media_too_large", body = ErrorBody),
+        (status = 422, description = "video_too_long, unsupported_media, no_media_on_page, download_failed, media_too_large", body = ErrorBody),
     ),
     security(("api_key" = []))
 )]

@@ -44,6 +44,10 @@ pub enum FetchError {
     /// A range request answered with other bytes than asked for (the host ignores ranges).
     #[error("the media host does not serve byte ranges")]
     RangeIgnored,
+    /// The URL is a web page, and it publishes no media that answers as media (see
+    /// [`super::page`]).
+    #[error("{0}")]
+    NoMediaOnPage(String),
 }
 
 impl FetchError {
@@ -52,6 +56,7 @@ impl FetchError {
             Self::Refused(_) => "url_not_allowed",
             Self::TooLarge(_) => "media_too_large",
             Self::NotMedia(_) => "unsupported_media",
+            Self::NoMediaOnPage(_) => "no_media_on_page",
             _ => "download_failed",
         }
     }
@@ -81,6 +86,9 @@ pub struct Downloaded {
     /// The whole file's size when the host said it (`Content-Range` of a 206, or the
     /// `Content-Length` of a 200).
     pub total_bytes: Option<u64>,
+    /// The address the body came from, after redirects (a page's relative links resolve
+    /// against it).
+    pub url: Url,
 }
 
 impl Downloaded {
@@ -95,6 +103,14 @@ impl Downloaded {
     pub fn folder(&self) -> &Path {
         self.folder.path()
     }
+}
+
+/// What a download accepts: media (pages and documents are refused by their content type),
+/// or a web page (anything else is refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Want {
+    Media,
+    Page,
 }
 
 /// The total size in a `Content-Range: bytes a-b/TOTAL` header, and the first byte `a`.
@@ -263,7 +279,7 @@ impl Fetcher {
         let started = tokio::time::Instant::now();
         tokio::time::timeout(
             timeout,
-            self.download_inner(url, dir, max_bytes, from, &received),
+            self.download_inner(url, dir, max_bytes, from, &received, Want::Media),
         )
         .await
         .map_err(|_| {
@@ -294,7 +310,7 @@ impl Fetcher {
         let received = std::sync::atomic::AtomicU64::new(0);
         match tokio::time::timeout(
             timeout,
-            self.download_inner(url, dir, max_bytes, Some(start), &received),
+            self.download_inner(url, dir, max_bytes, Some(start), &received, Want::Media),
         )
         .await
         .map_err(|_| FetchError::Timeout)?
@@ -302,6 +318,34 @@ impl Fetcher {
             Err(FetchError::RangeIgnored) => Ok(None),
             other => other.map(Some),
         }
+    }
+
+    /// Reads the web page at `url`: at most [`super::page::MAX_PAGE_BYTES`] (a longer page is
+    /// truncated, not refused), through the same guard, redirect, rate and time limits as
+    /// media. A response that is not a page is `NotMedia` with its content type.
+    ///
+    /// # Errors
+    /// See [`FetchError`]; bounded by `timeout`.
+    pub async fn download_page(
+        &self,
+        url: &Url,
+        dir: &Path,
+        timeout: Duration,
+    ) -> Result<Downloaded, FetchError> {
+        let received = std::sync::atomic::AtomicU64::new(0);
+        tokio::time::timeout(
+            timeout,
+            self.download_inner(
+                url,
+                dir,
+                super::page::MAX_PAGE_BYTES,
+                Some(0),
+                &received,
+                Want::Page,
+            ),
+        )
+        .await
+        .map_err(|_| FetchError::Timeout)?
     }
 
     /// `from`: `None` for the whole file, `Some(start)` for at most `max_bytes` from `start`
@@ -313,6 +357,7 @@ impl Fetcher {
         max_bytes: u64,
         from: Option<u64>,
         received: &std::sync::atomic::AtomicU64,
+        want: Want,
     ) -> Result<Downloaded, FetchError> {
         let partial = from.is_some();
         let mut current = url.clone();
@@ -353,10 +398,14 @@ impl Fetcher {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        if let Some(ct) = &content_type
-            && is_not_media(ct)
-        {
-            return Err(FetchError::NotMedia(ct.clone()));
+        match (want, &content_type) {
+            (Want::Media, Some(ct)) if is_not_media(ct) => {
+                return Err(FetchError::NotMedia(ct.clone()));
+            }
+            (Want::Page, Some(ct)) if !super::page::is_page(Some(ct), b"<html>") => {
+                return Err(FetchError::NotMedia(ct.clone()));
+            }
+            _ => {}
         }
         if !partial
             && let Some(len) = response.content_length()
@@ -448,6 +497,7 @@ impl Fetcher {
             total_bytes,
             content_type,
             complete,
+            url: current,
         })
     }
 
