@@ -11,8 +11,9 @@
 //!   another (the baseline: the reference's order) and as the one batch the fallback now
 //!   decodes, on the 4 x JFK window (where the repetition sends the decoder through every
 //!   temperature) and on the trailer's first window (music);
-//! - what the language identification adds (issue 46): identifying the language of `jfk.wav`
-//!   (Whisper base, one window), `jfk.wav` transcribed by base against tiny.en (the baseline:
+//! - what the language identification adds (issue 46): identifying the language of `jfk.wav`,
+//!   the Japanese clip and the espeak-ng passage with Whisper base on windows of 30, 15, 10 and
+//!   6 s (the service reads 10 s: `speech::IDENTIFY_SECS`), `jfk.wav` transcribed by base against tiny.en (the baseline:
 //!   why English stays with tiny.en), the 64 s Japanese clip as it is now transcribed (base, in
 //!   Japanese) against tiny.en alone (the previous behaviour, which invented English), and the
 //!   resident memory base adds.
@@ -141,13 +142,26 @@ async fn languages(paths: &ModelPaths, speech: &Speech, whisper: &WhisperModel, 
         "Whisper base loaded (a second copy)",
         (resident_kib().saturating_sub(before)) as f64 / 1024.0
     );
-    let regions = speech.speech_regions(jfk).expect("vad");
-    let (secs, detected) = timed(|| speech.identify_language(jfk, &regions));
-    let detected = detected.expect("identify").expect("speech");
-    println!(
-        "{:<44} {secs:>6.2} s: {} (p {:.3})",
-        "language identification, jfk.wav", detected.code, detected.probability
-    );
+    let japanese = pcm(&media().join("japanese.wav")).await;
+    let dense = dense_speech().await;
+    for (name, audio) in [
+        ("jfk.wav", jfk),
+        ("japanese.wav", &japanese[..]),
+        ("espeak-ng passage", &dense[..]),
+    ] {
+        let regions = speech.speech_regions(audio).expect("vad");
+        let from = regions.first().map_or(0.0, |r| (r.start - 0.3).max(0.0));
+        for window in [30.0, 15.0, 10.0, 6.0] {
+            let (secs, detected) = timed(|| base.detect_language(audio, from, window));
+            let detected = detected.expect("identify").expect("multilingual");
+            println!(
+                "{:<44} {secs:>6.2} s: {} (p {:.3})",
+                format!("language identification, {name}, {window} s"),
+                detected.code,
+                detected.probability
+            );
+        }
+    }
     let (tiny_secs, tiny) = timed(|| whisper.transcribe_in(jfk, &Some, None).expect("tiny"));
     let (base_secs, base_text) =
         timed(|| base.transcribe_in(jfk, &Some, Some("en")).expect("base"));
@@ -158,7 +172,6 @@ async fn languages(paths: &ModelPaths, speech: &Speech, whisper: &WhisperModel, 
         support::wer(JFK, &joined_segments(&base_text)),
         base_secs / tiny_secs
     );
-    let japanese = pcm(&media().join("japanese.wav")).await;
     let (now_secs, (lines, language)) = timed(|| {
         speech
             .transcribe_with_language(&japanese)

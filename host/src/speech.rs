@@ -37,6 +37,12 @@ pub const MAX_SECONDS: usize = 180;
 const MIN_SPEECH_SHARE: f64 = 1.0 / 3.0;
 /// VAD probability that starts speech.
 const VAD_THRESHOLD: f32 = 0.5;
+/// Seconds of audio the language identifier reads, from just before the first speech. Not
+/// Whisper's full 30 s window: the encoder reads only these frames, 3.4 times cheaper, and on
+/// the speech bench's three clips (JFK, the Japanese conversation, an espeak-ng passage) 10 s
+/// gave the same language at the same or a higher probability (0.972, 0.982, 0.968 against
+/// 0.952, 0.967, 0.937 at 30 s).
+pub const IDENTIFY_SECS: f64 = 10.0;
 /// Windows start this long before detected speech.
 const LEAD_IN_SECS: f64 = 0.3;
 
@@ -208,8 +214,9 @@ impl Speech {
             .collect())
     }
 
-    /// The language of the speech in `pcm`, identified by the multilingual model on the 30 s
-    /// window that starts just before the first detected speech; `None` without speech.
+    /// The language of the speech in `pcm`, identified by the multilingual model on the
+    /// [`IDENTIFY_SECS`] that start just before the first detected speech; `None` without
+    /// speech.
     ///
     /// # Errors
     /// Tensor errors.
@@ -222,7 +229,7 @@ impl Speech {
             return Ok(None);
         };
         self.multilingual
-            .detect_language(pcm, (first.start - LEAD_IN_SECS).max(0.0))
+            .detect_language(pcm, (first.start - LEAD_IN_SECS).max(0.0), IDENTIFY_SECS)
     }
 
     /// [`Speech::transcribe_regions`] with each line's confidence (see [`gate_scored`]), over
