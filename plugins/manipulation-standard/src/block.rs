@@ -195,7 +195,7 @@ const CIRCUITS: [CircuitText; 4] = [
         up: "Viewers are weighing the message: scrutiny is up, so claims have to hold up.",
         down: "Scrutiny is down: claims pass with less checking than usual.",
         steady: "Scrutiny sits at its usual level.",
-        reads: "nothing this circuit reads (the frontoparietal and default mode networks)",
+        reads: "the networks it reads (frontoparietal and default mode)",
     },
     CircuitText {
         key: "reward",
@@ -204,7 +204,7 @@ const CIRCUITS: [CircuitText; 4] = [
         up: "The content feels rewarding: approval and desire are up.",
         down: "Little pay-off registers: the content does not feel rewarding.",
         steady: "Reward signals sit at their usual level.",
-        reads: "nothing this circuit reads (the limbic, frontoparietal and default mode networks)",
+        reads: "the networks it reads (limbic, frontoparietal and default mode)",
     },
     CircuitText {
         key: "alarm",
@@ -895,6 +895,11 @@ mod tests {
             assert_eq!(c.reading, "not assessable", "{}: {}", c.key, c.meaning);
             assert_eq!((c.value, c.direction.as_str()), (NEUTRAL, "steady"));
             assert!(c.meaning.starts_with("Not assessable"), "{}", c.meaning);
+            assert!(
+                !c.meaning.contains("nothing this circuit reads"),
+                "a double negative: {}",
+                c.meaning
+            );
         }
         assert_eq!(m.quadrant.label, "Not assessable");
         assert_eq!(
