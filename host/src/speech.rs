@@ -73,7 +73,10 @@ pub struct ModelPaths {
     /// The multilingual recogniser and language identifier (Whisper base).
     pub whisper_multilingual: PathBuf,
     pub vad: PathBuf,
+    /// The English sentence embedder (all-MiniLM-L6-v2).
     pub embedder: PathBuf,
+    /// The multilingual sentence embedder (multilingual-e5-small, 4-bit).
+    pub multilingual_embedder: PathBuf,
 }
 
 impl ModelPaths {
@@ -83,6 +86,7 @@ impl ModelPaths {
             whisper_multilingual: dir.join("whisper-base"),
             vad: dir.join("silero-vad").join("silero_vad_16k.safetensors"),
             embedder: dir.join("all-MiniLM-L6-v2"),
+            multilingual_embedder: dir.join("multilingual-e5-small"),
         }
     }
 }
