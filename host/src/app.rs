@@ -105,7 +105,7 @@ impl App {
                 governor::RateLimiter::keyed(governor::Quota::per_second(rate).allow_burst(burst))
             });
         let recall = crate::intelligence::recall::Recall::new(
-            crate::speech::ModelPaths::under(&config.models_dir).embedder,
+            crate::speech::ModelPaths::under(&config.models_dir).multilingual_embedder,
         );
         let probe_slots = crate::media::probe_slots::ProbeSlots::new(
             config.fetch.probe_concurrency,
@@ -209,14 +209,14 @@ impl App {
         let listener = match (&speech, model.format() >= 2) {
             (Some(speech), true) => {
                 let dir = crate::speech::ModelPaths::under(&config.models_dir).embedder;
-                let embedder = tokio::task::spawn_blocking(move || {
-                    crate::intelligence::recall::shared_embedder(&dir)
-                })
-                .await??;
-                Some(Arc::new(crate::inference::run::Listener {
-                    speech: speech.clone(),
+                let embedder =
+                    tokio::task::spawn_blocking(move || crate::embed::shared_english(&dir))
+                        .await??;
+                Some(Arc::new(crate::inference::run::Listener::new(
+                    speech.clone(),
                     embedder,
-                }))
+                    &config.models_dir,
+                )))
             }
             _ => None,
         };

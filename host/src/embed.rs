@@ -9,7 +9,10 @@
 
 pub mod e5;
 
-use std::path::Path;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::Context as _;
 use candle_core::{DType, Device, Tensor};
@@ -24,6 +27,8 @@ const MAX_TOKENS: usize = 256;
 /// twenty short transcript lines pay for 150 positions each.
 const BATCH: usize = 8;
 pub const DIM: usize = 384;
+/// all-MiniLM-L6-v2's id, stored beside its vectors and named in provenance.
+pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2";
 
 pub struct Embedder {
     model: BertModel,
@@ -69,7 +74,7 @@ impl Embedder {
         Ok(Self {
             model,
             tokenizer,
-            model_id: "sentence-transformers/all-MiniLM-L6-v2".to_owned(),
+            model_id: MODEL_ID.to_owned(),
         })
     }
 
@@ -136,6 +141,45 @@ impl Embedder {
         let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
         Ok(mean.broadcast_div(&norm)?.to_vec2::<f32>()?)
     }
+}
+
+/// One loaded model per process, type and folder: in-process tests build many apps, and the
+/// service's recall and qualia's language features share them.
+fn shared<T: Send + Sync + 'static>(
+    dir: &Path,
+    load: impl FnOnce(&Path) -> anyhow::Result<T>,
+) -> anyhow::Result<Arc<T>> {
+    type Loaded = HashMap<(TypeId, PathBuf), Arc<dyn Any + Send + Sync>>;
+    static LOADED: OnceLock<Mutex<Loaded>> = OnceLock::new();
+    let map = LOADED.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut map = map
+        .lock()
+        .map_err(|_| anyhow::anyhow!("a model loader panicked"))?;
+    let key = (TypeId::of::<T>(), dir.to_owned());
+    if let Some(model) = map.get(&key).and_then(|m| m.clone().downcast::<T>().ok()) {
+        return Ok(model);
+    }
+    let model = Arc::new(load(dir)?);
+    map.insert(key, model.clone());
+    Ok(model)
+}
+
+/// The process-wide English embedder (all-MiniLM-L6-v2) of the model folder `dir`: it reads
+/// the meaning of English speech for qualia's language features.
+///
+/// # Errors
+/// A missing or malformed model file.
+pub fn shared_english(dir: &Path) -> anyhow::Result<Arc<Embedder>> {
+    shared(dir, Embedder::load)
+}
+
+/// The process-wide multilingual embedder (multilingual-e5-small) of the model folder `dir`:
+/// recall's, and the reader of the meaning of speech in other languages.
+///
+/// # Errors
+/// A missing or malformed model file.
+pub fn shared_multilingual(dir: &Path) -> anyhow::Result<Arc<e5::MultilingualEmbedder>> {
+    shared(dir, e5::MultilingualEmbedder::load)
 }
 
 /// Cosine similarity of two unit vectors: their dot product, written with eight

@@ -11,6 +11,7 @@ pub mod gpu;
 pub mod language;
 pub mod model;
 pub mod motion;
+pub mod multilingual;
 pub mod picture;
 pub mod prior;
 pub mod profiles;

@@ -270,11 +270,12 @@ pub fn qualia(args: &ModelArgs) -> anyhow::Result<Qualia> {
                 args.models_dir.display()
             )
         })?;
-        let embedder = crate::embed::Embedder::load(&paths.embedder)?;
-        Some(Arc::new(Listener {
-            speech: Arc::new(speech),
-            embedder: Arc::new(embedder),
-        }))
+        let embedder = crate::embed::shared_english(&paths.embedder)?;
+        Some(Arc::new(Listener::new(
+            Arc::new(speech),
+            embedder,
+            &args.models_dir,
+        )))
     } else {
         None
     };

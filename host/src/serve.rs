@@ -57,6 +57,7 @@ pub fn start_with(
     let tracker = TaskTracker::new();
     if app.config.role.runs_workers() {
         crate::queue::spawn_workers(&app, app.config.queue.workers, &cancel, &tracker);
+        spawn_recall_migration(app.clone(), cancel.clone(), &tracker);
     }
     crate::listen::spawn(&app, &cancel, &tracker);
     crate::metrics::handle();
@@ -125,6 +126,25 @@ fn spawn_plugin_refresh(
             if let Err(e) = registry.refresh().await {
                 tracing::warn!("plugin registry refresh failed; keeping the loaded set: {e}");
             }
+        }
+    });
+}
+
+/// Re-embeds recall texts stored by an earlier embedding model (see
+/// [`crate::intelligence::recall::migrate`]); a failure is logged and retried at the next start.
+fn spawn_recall_migration(app: Arc<App>, cancel: CancellationToken, tracker: &TaskTracker) {
+    tracker.spawn(async move {
+        use crate::intelligence::recall::migrate::reembed_other_models;
+        match reembed_other_models(&app.db, &app.recall, &cancel).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                texts = n,
+                model = crate::embed::e5::MODEL_ID,
+                "re-embedded recall texts of an earlier model"
+            ),
+            Err(e) => tracing::warn!(
+                "re-embedding older recall texts failed; they stay out of recall until the next start: {e}"
+            ),
         }
     });
 }

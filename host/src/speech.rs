@@ -116,6 +116,29 @@ impl Language {
     pub fn is_english(&self) -> bool {
         self.code == "en"
     }
+
+    /// Which sentence model reads the meaning of speech in this language.
+    #[must_use]
+    pub fn meaning_reader(&self) -> MeaningReader {
+        if self.is_english() {
+            MeaningReader::English
+        } else if crate::embed::e5::reads(&self.code) {
+            MeaningReader::Multilingual
+        } else {
+            MeaningReader::None
+        }
+    }
+}
+
+/// The sentence model that reads the meaning of a transcript for the semantic features.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MeaningReader {
+    /// all-MiniLM-L6-v2, the model's own: English speech, and subtitles taken as written.
+    English,
+    /// multilingual-e5-small on axes anchored in five languages (`inference::multilingual`).
+    Multilingual,
+    /// Neither reads this language: the semantic features stay 0.
+    None,
 }
 
 impl Speech {
@@ -187,13 +210,27 @@ impl Speech {
             out["language_probability"] =
                 serde_json::json!((f64::from(l.probability) * 1000.0).round() / 1000.0);
             out["transcribed_by"] = l.transcribed_by.clone().into();
-            out["meaning_read"] = l.is_english().into();
-            if !l.is_english() {
-                out["note"] = format!(
-                    "The speech is transcribed in the language heard ({}). Its meaning is not read: the semantic model reads English only, so the lenses follow the voice, not what it says.",
-                    l.code
-                )
-                .into();
+            let reader = l.meaning_reader();
+            out["meaning_read"] = (reader != MeaningReader::None).into();
+            match reader {
+                MeaningReader::English => {
+                    out["meaning_read_by"] = crate::embed::MODEL_ID.into();
+                }
+                MeaningReader::Multilingual => {
+                    out["meaning_read_by"] = crate::embed::e5::MODEL_ID.into();
+                    out["note"] = format!(
+                        "The speech is transcribed in the language heard ({}). Its meaning is read by a multilingual sentence model (multilingual-e5-small) on semantic axes anchored in English, French, German, Spanish and Japanese, put on the English model's scale by construction.",
+                        l.code
+                    )
+                    .into();
+                }
+                MeaningReader::None => {
+                    out["note"] = format!(
+                        "The speech is transcribed in the language heard ({}). Its meaning is not read: neither sentence model was trained on this language, so the lenses follow the voice, not what it says.",
+                        l.code
+                    )
+                    .into();
+                }
             }
         }
         out
@@ -355,11 +392,14 @@ pub struct Heard {
 }
 
 impl Heard {
-    /// Whether the semantic model may read the lines' meaning: subtitles (taken as written)
-    /// and English speech. Speech in another language is transcribed in it, but its meaning
-    /// is not read by an English embedder.
-    pub fn meaning_readable(&self) -> bool {
-        self.language.as_ref().is_none_or(Language::is_english)
+    /// Which sentence model reads the lines' meaning: the English model for subtitles (taken
+    /// as written) and English speech, the multilingual one for speech in a language it was
+    /// trained on, none otherwise.
+    #[must_use]
+    pub fn meaning_reader(&self) -> MeaningReader {
+        self.language
+            .as_ref()
+            .map_or(MeaningReader::English, Language::meaning_reader)
     }
 }
 

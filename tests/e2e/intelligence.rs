@@ -137,3 +137,80 @@ async fn analyze_returns_the_stored_manipulation_block() {
     assert_eq!(s.as_u16(), 404);
     t.stop().await;
 }
+
+/// Recall is multilingual (issue 46): an English query finds a moment written in French, and a
+/// memory embedded by the earlier English-only model is re-embedded, not lost. Two texts of
+/// the earlier all-MiniLM-L6-v2 are put in the organisation's memory; the re-embedding pass
+/// that each worker process runs at start moves them to multilingual-e5-small; then the
+/// English query ranks the French moment about the same thing first and leaves out the
+/// unrelated text.
+#[tokio::test]
+async fn an_english_query_finds_a_french_moment_and_older_vectors_are_re_embedded() {
+    use brainscan::intelligence::recall::{migrate, shared_embedder};
+    use brainscan::store::recall::EmbeddedText;
+    let t = TestApp::start().await;
+    let org = t.org("acme", 10_000).await;
+    let models = brainscan::speech::ModelPaths::under(&t.app.config.models_dir);
+    let english = shared_embedder(&models.embedder).expect("all-MiniLM-L6-v2");
+    let texts = [
+        "l'attention a chuté quand la musique s'est arrêtée",
+        "le logo apparaît dans le coin supérieur gauche",
+    ];
+    let vectors = english.embed(&texts).expect("embed");
+    let rows: Vec<EmbeddedText> = texts
+        .iter()
+        .zip(vectors)
+        .map(|(text, vector)| EmbeddedText {
+            kind: "moment".into(),
+            lens: "attention".into(),
+            second: 4,
+            text: (*text).into(),
+            model_id: english.model_id.clone(),
+            vector,
+        })
+        .collect();
+    t.app
+        .db
+        .insert_recall_texts(&org.id, "scan_before", 0, &rows)
+        .await
+        .expect("insert");
+    // The start-up pass may already have run; this one re-embeds whatever it left.
+    migrate::reembed_other_models(
+        &t.app.db,
+        &t.app.recall,
+        &tokio_util::sync::CancellationToken::new(),
+    )
+    .await
+    .expect("re-embed");
+    assert_eq!(
+        t.app
+            .db
+            .recall_count(&org.id, &english.model_id)
+            .await
+            .expect("count"),
+        0,
+        "rows of the earlier model are left"
+    );
+    assert_eq!(
+        t.app
+            .db
+            .recall_count(&org.id, brainscan::embed::e5::MODEL_ID)
+            .await
+            .expect("count"),
+        2
+    );
+    let (s, r) = t
+        .get(
+            &org,
+            "/intelligence?q=viewers%20lost%20interest%20when%20the%20music%20stopped",
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200, "{r}");
+    let hits = r["recall"].as_array().expect("recall");
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0]["text"], texts[0], "{hits:?}");
+    assert_eq!(hits[0]["scan_id"], "scan_before");
+    let score = hits[0]["score"].as_f64().expect("score");
+    assert!(score >= 0.82, "{score}");
+    t.stop().await;
+}

@@ -25,14 +25,15 @@ pub fn listener() -> Arc<Listener> {
     L.get_or_init(|| {
         let dir = brainscan::config::default_models_dir_from_env();
         let paths = brainscan::speech::ModelPaths::under(&dir);
-        Arc::new(Listener {
-            speech: Arc::new(
+        Arc::new(Listener::new(
+            Arc::new(
                 brainscan::speech::Speech::load(&paths)
                     .expect("speech models (scripts/fetch-models)"),
             ),
-            embedder: brainscan::intelligence::recall::shared_embedder(&paths.embedder)
+            brainscan::embed::shared_english(&paths.embedder)
                 .expect("embedder (scripts/fetch-models)"),
-        })
+            &dir,
+        ))
     })
     .clone()
 }

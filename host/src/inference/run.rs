@@ -90,11 +90,32 @@ pub struct QualiaOutput {
 /// Progress of decoding in seconds of media, for progress bars and scan stages.
 pub type Progress = Arc<dyn Fn(f64) + Send + Sync>;
 
-/// The speech models v2's language features need: Whisper with the voice-activity gate, and
-/// the sentence embedder.
+/// The speech models v2's language features need: Whisper with the voice-activity gate, the
+/// sentence embedder the model's axes were built with (English), and the multilingual reader
+/// for speech in other languages.
 pub struct Listener {
     pub speech: Arc<crate::speech::Speech>,
     pub embedder: Arc<crate::embed::Embedder>,
+    pub multilingual: super::multilingual::MultilingualMeaning,
+}
+
+impl Listener {
+    /// The listener of the models in `models_dir` around loaded speech models and English
+    /// embedder; the multilingual reader loads at its first use.
+    #[must_use]
+    pub fn new(
+        speech: Arc<crate::speech::Speech>,
+        embedder: Arc<crate::embed::Embedder>,
+        models_dir: &std::path::Path,
+    ) -> Self {
+        Self {
+            speech,
+            embedder,
+            multilingual: super::multilingual::MultilingualMeaning::new(
+                crate::speech::ModelPaths::under(models_dir).multilingual_embedder,
+            ),
+        }
+    }
 }
 
 impl std::fmt::Debug for Listener {
@@ -348,19 +369,41 @@ impl Qualia {
                 let language_started = Instant::now();
                 let (features, presence) = if model.format() >= 2 {
                     let language = match (&heard, &listener) {
-                        (Some(h), Some(l)) if streams.audio || !h.lines.is_empty() => Some(
-                            language::compute(
-                                seconds,
-                                &h.regions,
-                                &h.lines,
-                                &h.confidence,
-                                h.meaning_readable().then_some(l.embedder.as_ref()),
-                                &model.axes,
-                            )
-                            .map_err(|e| {
+                        (Some(h), Some(l)) if streams.audio || !h.lines.is_empty() => {
+                            use crate::speech::MeaningReader;
+                            let failed = |e: anyhow::Error| {
                                 QualiaError::Speech(format!("language features: {e:#}"))
-                            })?,
-                        ),
+                            };
+                            let multilingual = match h.meaning_reader() {
+                                MeaningReader::Multilingual => Some(
+                                    l.multilingual
+                                        .reader(l.embedder.as_ref(), &model.axes)
+                                        .map_err(failed)?,
+                                ),
+                                _ => None,
+                            };
+                            let (embedder, axes): (Option<&dyn language::Embed>, &_) =
+                                match (h.meaning_reader(), &multilingual) {
+                                    (MeaningReader::English, _) => {
+                                        (Some(l.embedder.as_ref()), &model.axes)
+                                    }
+                                    (MeaningReader::Multilingual, Some((e, a))) => {
+                                        (Some(e.as_ref()), a.as_ref())
+                                    }
+                                    _ => (None, &model.axes),
+                                };
+                            Some(
+                                language::compute(
+                                    seconds,
+                                    &h.regions,
+                                    &h.lines,
+                                    &h.confidence,
+                                    embedder,
+                                    axes,
+                                )
+                                .map_err(failed)?,
+                            )
+                        }
                         _ => None,
                     };
                     let presence = Presence {

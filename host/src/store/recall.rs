@@ -191,4 +191,101 @@ impl Db {
         tx.commit().await?;
         Ok(())
     }
+
+    /// Up to `limit` remembered texts whose vector is not of `model_id`, oldest first:
+    /// `(id, text, model)`. They are re-embedded by `intelligence::recall::migrate`.
+    pub async fn recall_texts_of_other_models(
+        &self,
+        model_id: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<(i64, String, String)>> {
+        let rows = sqlx::query(
+            "SELECT id, text, model_id FROM recall_texts WHERE model_id <> $1 ORDER BY id LIMIT $2",
+        )
+        .bind(model_id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("id")?, r.try_get("text")?, r.try_get("model_id")?)))
+            .collect()
+    }
+
+    /// Up to `limit` texts of scans not yet remembered whose vector is not of `model_id`:
+    /// `(scan_id, ord, text, model)`.
+    pub async fn scan_texts_of_other_models(
+        &self,
+        model_id: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<(String, i64, String, String)>> {
+        let rows = sqlx::query(
+            "SELECT scan_id, ord, text, model_id FROM scan_texts WHERE model_id <> $1 ORDER BY scan_id, ord LIMIT $2",
+        )
+        .bind(model_id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("scan_id")?,
+                    r.try_get("ord")?,
+                    r.try_get("text")?,
+                    r.try_get("model_id")?,
+                ))
+            })
+            .collect()
+    }
+
+    /// Replaces remembered vectors `(id, previous model, new vector)` with vectors of
+    /// `model_id`, in one transaction. A row whose model is no longer the previous one
+    /// (another process re-embedded it first) is left alone. Returns the rows replaced.
+    pub async fn replace_recall_vectors(
+        &self,
+        model_id: &str,
+        rows: &[(i64, &str, &[f32])],
+    ) -> StoreResult<u64> {
+        let mut tx = self.pool.begin().await?;
+        let mut replaced = 0;
+        for (id, previous, vector) in rows {
+            replaced += sqlx::query(
+                "UPDATE recall_texts SET model_id = $1, vector = $2 WHERE id = $3 AND model_id = $4",
+            )
+            .bind(model_id)
+            .bind(vector_bytes(vector))
+            .bind(*id)
+            .bind(*previous)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        }
+        tx.commit().await?;
+        Ok(replaced)
+    }
+
+    /// [`Db::replace_recall_vectors`] for texts of scans not yet remembered, keyed by
+    /// `(scan_id, ord)`.
+    pub async fn replace_scan_text_vectors(
+        &self,
+        model_id: &str,
+        rows: &[(&str, i64, &str, &[f32])],
+    ) -> StoreResult<u64> {
+        let mut tx = self.pool.begin().await?;
+        let mut replaced = 0;
+        for (scan_id, ord, previous, vector) in rows {
+            replaced += sqlx::query(
+                "UPDATE scan_texts SET model_id = $1, vector = $2 WHERE scan_id = $3 AND ord = $4 AND model_id = $5",
+            )
+            .bind(model_id)
+            .bind(vector_bytes(vector))
+            .bind(*scan_id)
+            .bind(*ord)
+            .bind(*previous)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        }
+        tx.commit().await?;
+        Ok(replaced)
+    }
 }

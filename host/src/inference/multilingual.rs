@@ -1,0 +1,416 @@
+//! The meaning of speech in languages other than English: the semantic features read by the
+//! multilingual embedder (multilingual-e5-small, [`crate::embed::e5`]) on axes anchored in five
+//! languages, and put on the model's scale by construction.
+//!
+//! - **Anchors in five languages.** Each axis's anchor sentences and the neutral reference of
+//!   [`super::language`] are used in English and in French, German, Spanish and Japanese
+//!   translations (below; written for this purpose, one translation per sentence). An axis's
+//!   direction is built exactly as the English model's is ([`language::axes_from`]): from the
+//!   centroid of all neutral sentences to the centroid of all its anchors, origin at the
+//!   midpoint. Pooling the languages keeps a direction from encoding one language's surface
+//!   form: any sentence in any of them sits on the same side of the origin as its meaning.
+//! - **One scale.** The model's z units for these features come from the English model's own
+//!   construction ([`language::content_units`]: an axis reads one unit at its anchors'
+//!   centroid; a boundary reads one unit at the median distance of two unrelated neutral
+//!   sentences). The same construction on e5 gives e5's units, and each e5 reading is
+//!   multiplied by the model's unit over e5's. So a window as far along the pressure axis as
+//!   the pressure anchors reads the same z in both models. This is a construction, not a fit:
+//!   nothing here is chosen on clips or on brain data.
+//! - **Which languages.** e5 is XLM-RoBERTa's tokenizer and pre-training: the 100 languages of
+//!   its CC-100 corpus ([`crate::embed::e5::LANGUAGES`], in Whisper's codes). A language
+//!   Whisper hears outside that list keeps its transcript but no semantic reading, as before.
+//!
+//! Whether the readings agree across languages is measured, not assumed: the speech suite's
+//! parallel-script test (`tests/speech/embedding.rs`) reads the same hard sell, calm product
+//! facts and neutral narration in the five languages, with floors written before its first run.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use super::language::{self, AXES, Embed, NEUTRAL, SemanticAxes};
+use crate::embed::e5::MultilingualEmbedder;
+
+impl Embed for MultilingualEmbedder {
+    fn embed(&self, texts: &[&str]) -> anyhow::Result<Vec<Vec<f32>>> {
+        MultilingualEmbedder::embed(self, texts)
+    }
+}
+
+/// The multilingual reader of a process: the embedder and its axes, made at the first clip in
+/// a language other than English (an English-only deployment never loads it), and again only
+/// if the model's own axes change (a model swap).
+pub struct MultilingualMeaning {
+    dir: PathBuf,
+    made: Mutex<Option<Made>>,
+}
+
+/// The model's axes a reader was made for, the embedder, and its axes on their scale.
+type Made = (SemanticAxes, Arc<MultilingualEmbedder>, Arc<SemanticAxes>);
+
+impl MultilingualMeaning {
+    /// The reader of the model folder `dir` (`multilingual-e5-small/`), not yet loaded.
+    #[must_use]
+    pub fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            made: Mutex::new(None),
+        }
+    }
+
+    /// The embedder and its axes on the scale of `model_axes` (built by `english`).
+    ///
+    /// # Errors
+    /// The model cannot be loaded, or an embedder fails.
+    pub fn reader(
+        &self,
+        english: &dyn Embed,
+        model_axes: &SemanticAxes,
+    ) -> anyhow::Result<(Arc<MultilingualEmbedder>, Arc<SemanticAxes>)> {
+        let mut made = self
+            .made
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the multilingual reader's loader panicked"))?;
+        if let Some((model, embedder, axes)) = made.as_ref()
+            && model == model_axes
+        {
+            return Ok((embedder.clone(), axes.clone()));
+        }
+        let embedder = crate::embed::shared_multilingual(&self.dir)?;
+        let axes = Arc::new(axes(embedder.as_ref(), english, model_axes)?);
+        *made = Some((model_axes.clone(), embedder.clone(), axes.clone()));
+        Ok((embedder, axes))
+    }
+}
+
+/// The translation languages of the anchors, in the order of the rows below.
+pub const TRANSLATED: [&str; 4] = ["fr", "de", "es", "ja"];
+
+/// The neutral reference in [`TRANSLATED`]'s languages, sentence for sentence with [`NEUTRAL`].
+pub const NEUTRAL_TRANSLATED: [[&str; 6]; 4] = [
+    [
+        "la table est dans la pièce",
+        "le rapport décrit le processus",
+        "il se trouve au deuxième étage",
+        "le système utilise un format standard",
+        "la rivière traverse la vallée",
+        "la réunion est dans le calendrier",
+    ],
+    [
+        "der Tisch steht im Zimmer",
+        "der Bericht beschreibt den Ablauf",
+        "es befindet sich im zweiten Stock",
+        "das System verwendet ein Standardformat",
+        "der Fluss fließt durch das Tal",
+        "das Treffen steht im Kalender",
+    ],
+    [
+        "la mesa está en la habitación",
+        "el informe describe el proceso",
+        "está en el segundo piso",
+        "el sistema usa un formato estándar",
+        "el río atraviesa el valle",
+        "la reunión está en el calendario",
+    ],
+    [
+        "テーブルは部屋の中にある",
+        "報告書はその手順を説明している",
+        "それは二階にある",
+        "そのシステムは標準形式を使う",
+        "川が谷を流れている",
+        "会議は予定表に入っている",
+    ],
+];
+
+/// Each axis's anchors ([`AXES`] order) in [`TRANSLATED`]'s languages, sentence for sentence.
+pub const ANCHORS_TRANSLATED: [[[&str; 6]; 4]; 6] = [
+    // social
+    [
+        [
+            "mes amis et ma famille",
+            "elle lui a dit qu'elle l'aimait",
+            "des gens qui parlent et rient ensemble",
+            "nous avons rencontré nos nouveaux voisins",
+            "une mère serre son enfant dans ses bras",
+            "l'équipe a fêté ça avec tout le monde",
+        ],
+        [
+            "meine Freunde und meine Familie",
+            "sie sagte ihm, dass sie ihn liebt",
+            "Menschen, die zusammen reden und lachen",
+            "wir haben unsere neuen Nachbarn kennengelernt",
+            "eine Mutter umarmt ihr Kind",
+            "das Team hat mit allen zusammen gefeiert",
+        ],
+        [
+            "mis amigos y mi familia",
+            "ella le dijo que lo amaba",
+            "gente hablando y riendo juntos",
+            "conocimos a nuestros nuevos vecinos",
+            "una madre abraza a su hijo",
+            "el equipo lo celebró junto con todos",
+        ],
+        [
+            "私の友達と家族",
+            "彼女は彼に愛していると言った",
+            "一緒に話して笑う人たち",
+            "新しい隣人に会った",
+            "母親が子どもを抱きしめる",
+            "チームはみんなと一緒にお祝いした",
+        ],
+    ],
+    // emotion
+    [
+        [
+            "je suis tellement heureux",
+            "c'est absolument terrifiant",
+            "elle avait le cœur brisé et a pleuré",
+            "je l'adore tellement",
+            "il était furieux et bouleversé",
+            "quelle merveilleuse et joyeuse surprise",
+        ],
+        [
+            "ich bin so glücklich",
+            "das ist absolut furchterregend",
+            "sie war untröstlich und weinte",
+            "ich liebe es so sehr",
+            "er war wütend und aufgebracht",
+            "was für eine wunderbare, freudige Überraschung",
+        ],
+        [
+            "estoy tan feliz",
+            "esto es absolutamente aterrador",
+            "tenía el corazón roto y lloró",
+            "me encanta muchísimo",
+            "estaba furioso y alterado",
+            "qué sorpresa tan maravillosa y alegre",
+        ],
+        [
+            "とても幸せです",
+            "これは本当に恐ろしい",
+            "彼女は悲しみに暮れて泣いた",
+            "それが大好きです",
+            "彼は激怒して動揺していた",
+            "なんて素敵でうれしい驚きでしょう",
+        ],
+    ],
+    // numbers
+    [
+        [
+            "seulement dix-neuf quatre-vingt-dix-neuf",
+            "économisez cinquante pour cent aujourd'hui",
+            "trois pour le prix de deux",
+            "ça coûte dix dollars",
+            "les prix commencent à deux cent quatre-vingt-dix-neuf",
+            "vingt-cinq pour cent de réduction sur tout",
+        ],
+        [
+            "nur neunzehn neunundneunzig",
+            "sparen Sie heute fünfzig Prozent",
+            "drei zum Preis von zwei",
+            "es kostet zehn Dollar",
+            "die Preise beginnen bei zweihundertneunundneunzig",
+            "fünfundzwanzig Prozent Rabatt auf alles",
+        ],
+        [
+            "solo diecinueve noventa y nueve",
+            "ahorra un cincuenta por ciento hoy",
+            "tres por el precio de dos",
+            "cuesta diez dólares",
+            "los precios empiezan en doscientos noventa y nueve",
+            "veinticinco por ciento de descuento en todo",
+        ],
+        [
+            "たったの千九百九十九円",
+            "今日は五十パーセントお得",
+            "二つの値段で三つ",
+            "十ドルです",
+            "価格は二百九十九から",
+            "全品二十五パーセントオフ",
+        ],
+    ],
+    // pressure
+    [
+        [
+            "dépêchez-vous, les soldes se terminent à minuit",
+            "il n'en reste que quelques-uns, prenez le vôtre avant qu'il n'y en ait plus",
+            "tout le monde l'achète, ne restez pas à l'écart",
+            "les experts ne jurent que par lui, vous aussi devriez",
+            "n'attendez pas, appelez tout de suite",
+            "offre à durée limitée, agissez maintenant",
+        ],
+        [
+            "beeilen Sie sich, der Ausverkauf endet um Mitternacht",
+            "es sind nur noch wenige übrig, holen Sie sich Ihres, bevor sie weg sind",
+            "alle kaufen es, bleiben Sie nicht außen vor",
+            "Experten schwören darauf, Sie sollten es auch",
+            "warten Sie nicht, rufen Sie jetzt sofort an",
+            "zeitlich begrenztes Angebot, handeln Sie jetzt",
+        ],
+        [
+            "date prisa, la oferta termina a medianoche",
+            "quedan pocos, consigue el tuyo antes de que se agoten",
+            "todo el mundo lo está comprando, no te quedes fuera",
+            "los expertos lo recomiendan, tú también deberías",
+            "no esperes, llama ahora mismo",
+            "oferta por tiempo limitado, actúa ahora",
+        ],
+        [
+            "お急ぎください、セールは真夜中に終わります",
+            "残りわずか、なくなる前に手に入れてください",
+            "みんなが買っています、乗り遅れないで",
+            "専門家も絶賛、あなたもぜひ",
+            "待たないで、今すぐお電話を",
+            "期間限定のオファー、今すぐ行動を",
+        ],
+    ],
+    // evidence
+    [
+        [
+            "le boîtier est en aluminium et le câble mesure un mètre",
+            "lors de tests indépendants, il a duré plus longtemps que l'ancienne version",
+            "comparé à l'autre modèle, il est plus lent mais plus silencieux",
+            "il ne fonctionne pas avec les appareils plus anciens",
+            "le cadre mesure trente centimètres de large",
+            "les résultats varient et il peut ne pas convenir à tout le monde",
+        ],
+        [
+            "das Gehäuse ist aus Aluminium und das Kabel ist einen Meter lang",
+            "in unabhängigen Tests hielt es länger als die ältere Version",
+            "im Vergleich zum anderen Modell ist es langsamer, aber leiser",
+            "es funktioniert nicht mit älteren Geräten",
+            "der Rahmen misst dreißig Zentimeter in der Breite",
+            "die Ergebnisse variieren, und es passt vielleicht nicht zu jedem",
+        ],
+        [
+            "la carcasa es de aluminio y el cable mide un metro",
+            "en pruebas independientes duró más que la versión anterior",
+            "comparado con el otro modelo es más lento pero más silencioso",
+            "no funciona con dispositivos más antiguos",
+            "el marco mide treinta centímetros de ancho",
+            "los resultados varían y puede que no sea para todos",
+        ],
+        [
+            "ケースはアルミ製で、ケーブルの長さは一メートルです",
+            "独立した試験で、旧モデルより長持ちした",
+            "他のモデルと比べると、遅いが静かだ",
+            "古い機器では動作しません",
+            "フレームの幅は三十センチです",
+            "効果には個人差があり、すべての人に合うとは限りません",
+        ],
+    ],
+    // product
+    [
+        [
+            "ce téléphone prend de magnifiques photos",
+            "notre nouvelle cafetière rend vos matins plus faciles",
+            "un canapé confortable que toute la famille appréciera",
+            "cette crème laisse votre peau douce et lisse",
+            "la voiture est silencieuse, sûre et agréable à conduire",
+            "savourez des repas frais et délicieux en quelques minutes",
+        ],
+        [
+            "dieses Handy macht wunderschöne Fotos",
+            "unsere neue Kaffeemaschine macht Ihre Morgen leichter",
+            "ein bequemes Sofa, das die ganze Familie genießen wird",
+            "diese Creme macht Ihre Haut weich und glatt",
+            "das Auto ist leise, sicher und macht Spaß zu fahren",
+            "genießen Sie frische, köstliche Mahlzeiten in wenigen Minuten",
+        ],
+        [
+            "este teléfono hace fotos preciosas",
+            "nuestra nueva cafetera hace tus mañanas más fáciles",
+            "un sofá cómodo que toda la familia disfrutará",
+            "esta crema deja tu piel suave y tersa",
+            "el coche es silencioso, seguro y divertido de conducir",
+            "disfruta de comidas frescas y deliciosas en minutos",
+        ],
+        [
+            "このスマホはきれいな写真が撮れます",
+            "新しいコーヒーメーカーで朝がもっと楽になります",
+            "家族みんなで楽しめる快適なソファ",
+            "このクリームで肌がしっとりなめらかに",
+            "この車は静かで安全、運転が楽しい",
+            "新鮮でおいしい食事を数分で",
+        ],
+    ],
+];
+
+/// The neutral sentences in all five languages, one group per language.
+fn neutral_groups() -> Vec<Vec<&'static str>> {
+    std::iter::once(NEUTRAL.to_vec())
+        .chain(NEUTRAL_TRANSLATED.iter().map(|g| g.to_vec()))
+        .collect()
+}
+
+/// Each axis's anchors in all five languages.
+fn anchors_pooled() -> Vec<Vec<&'static str>> {
+    AXES.iter()
+        .zip(&ANCHORS_TRANSLATED)
+        .map(|(axis, translated)| {
+            axis.anchors
+                .iter()
+                .copied()
+                .chain(translated.iter().flatten().copied())
+                .collect()
+        })
+        .collect()
+}
+
+/// The multilingual embedder's axes, with the factors that put its readings on the scale of
+/// `model_axes` (built by `english`, the model's own embedder).
+///
+/// # Errors
+/// Embedder errors, or a construction that gives a unit of zero.
+pub fn axes(
+    multilingual: &dyn Embed,
+    english: &dyn Embed,
+    model_axes: &SemanticAxes,
+) -> anyhow::Result<SemanticAxes> {
+    let groups = neutral_groups();
+    let neutral: Vec<&str> = groups.iter().flatten().copied().collect();
+    let anchors = anchors_pooled();
+    let mut axes = language::axes_from(multilingual, &neutral, &anchors)?;
+    let group_refs: Vec<&[&str]> = groups.iter().map(Vec::as_slice).collect();
+    let theirs = language::units_from(multilingual, &axes, &group_refs, &anchors)?;
+    let ours = language::content_units(english, model_axes)?;
+    // `units_from` lists the axes, then `semantic_change`; the scale is change first.
+    let unit = |units: &[(String, f32)], name: &str| {
+        units
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, u)| *u)
+            .ok_or_else(|| anyhow::anyhow!("no unit for {name}"))
+    };
+    let mut scale = Vec::with_capacity(1 + AXES.len());
+    let names = std::iter::once("semantic_change".to_owned())
+        .chain(AXES.iter().map(|a| format!("axis_{}", a.name)));
+    for name in names {
+        let (model, e5) = (unit(&ours, &name)?, unit(&theirs, &name)?);
+        anyhow::ensure!(
+            e5 > 1e-6 && model.is_finite(),
+            "{name}: a unit of {e5} in the multilingual model"
+        );
+        scale.push(model / e5);
+    }
+    axes.scale = scale;
+    Ok(axes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_anchor_and_neutral_sentence_has_its_translations() {
+        for (axis, translated) in AXES.iter().zip(&ANCHORS_TRANSLATED) {
+            for language in translated {
+                assert_eq!(language.len(), axis.anchors.len(), "{}", axis.name);
+                assert!(language.iter().all(|s| !s.trim().is_empty()));
+            }
+        }
+        for language in &NEUTRAL_TRANSLATED {
+            assert_eq!(language.len(), NEUTRAL.len());
+        }
+        assert!(TRANSLATED.iter().all(|l| crate::embed::e5::reads(l)));
+    }
+}
