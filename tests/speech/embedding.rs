@@ -131,14 +131,178 @@ fn a_translation_is_closer_than_an_unrelated_sentence_in_the_same_language() {
     }
 }
 
+/// The five languages of the parallel scripts.
+const LANGUAGES: [&str; 5] = ["en", "fr", "de", "es", "ja"];
+
+/// The parallel scripts: name, then English, French, German, Spanish, Japanese.
+const SCRIPTS: [(&str, [[&str; 3]; 5]); 3] = [
+    (
+        "hard sell",
+        [
+            [
+                "Hurry, this weekend only every blender is half price.",
+                "Stocks are running out fast, so call us now before they are gone.",
+                "Thousands of families have already ordered theirs, don't miss out.",
+            ],
+            [
+                "Vite, ce week-end seulement, tous les mixeurs sont à moitié prix.",
+                "Les stocks partent vite, alors appelez-nous maintenant avant qu'il n'y en ait plus.",
+                "Des milliers de familles ont déjà commandé le leur, ne ratez pas ça.",
+            ],
+            [
+                "Schnell, nur dieses Wochenende ist jeder Mixer zum halben Preis.",
+                "Die Vorräte gehen schnell zur Neige, also rufen Sie jetzt an, bevor alles weg ist.",
+                "Tausende Familien haben ihren schon bestellt, verpassen Sie es nicht.",
+            ],
+            [
+                "Rápido, solo este fin de semana todas las batidoras están a mitad de precio.",
+                "Las existencias se agotan rápido, así que llámanos ahora antes de que se acaben.",
+                "Miles de familias ya han pedido la suya, no te lo pierdas.",
+            ],
+            [
+                "急いで、今週末だけ全てのミキサーが半額です。",
+                "在庫はすぐになくなります、売り切れる前に今すぐお電話ください。",
+                "すでに何千もの家族が注文しています、お見逃しなく。",
+            ],
+        ],
+    ),
+    (
+        "calm facts",
+        [
+            [
+                "The blender has a one litre glass jug and a six hundred watt motor.",
+                "It has three speeds, and the blades come out for cleaning.",
+                "In our tests it crushed ice in twelve seconds, slower than the larger model.",
+            ],
+            [
+                "Le mixeur a un bol en verre d'un litre et un moteur de six cents watts.",
+                "Il a trois vitesses, et les lames se retirent pour le nettoyage.",
+                "Dans nos tests, il a pilé la glace en douze secondes, moins vite que le grand modèle.",
+            ],
+            [
+                "Der Mixer hat einen Glasbehälter mit einem Liter und einen Motor mit sechshundert Watt.",
+                "Er hat drei Stufen, und die Messer lassen sich zum Reinigen herausnehmen.",
+                "In unseren Tests zerkleinerte er Eis in zwölf Sekunden, langsamer als das größere Modell.",
+            ],
+            [
+                "La batidora tiene una jarra de vidrio de un litro y un motor de seiscientos vatios.",
+                "Tiene tres velocidades y las cuchillas se quitan para limpiarlas.",
+                "En nuestras pruebas picó hielo en doce segundos, más despacio que el modelo grande.",
+            ],
+            [
+                "このミキサーには一リットルのガラス容器と六百ワットのモーターがあります。",
+                "速度は三段階で、刃は取り外して洗えます。",
+                "私たちの試験では氷を十二秒で砕きましたが、大きいモデルより遅いです。",
+            ],
+        ],
+    ),
+    (
+        "neutral",
+        [
+            [
+                "The river runs north through the old town.",
+                "In winter the water is low and the bridges are quiet.",
+                "The path along the bank was built a century ago.",
+            ],
+            [
+                "La rivière coule vers le nord à travers la vieille ville.",
+                "En hiver, l'eau est basse et les ponts sont calmes.",
+                "Le chemin le long de la rive a été construit il y a un siècle.",
+            ],
+            [
+                "Der Fluss fließt nach Norden durch die Altstadt.",
+                "Im Winter ist das Wasser niedrig und die Brücken sind ruhig.",
+                "Der Weg am Ufer wurde vor einem Jahrhundert angelegt.",
+            ],
+            [
+                "El río corre hacia el norte a través del casco antiguo.",
+                "En invierno el agua está baja y los puentes están tranquilos.",
+                "El camino junto a la orilla se construyó hace un siglo.",
+            ],
+            [
+                "川は旧市街を通って北へ流れています。",
+                "冬には水位が低く、橋は静かです。",
+                "岸沿いの道は百年前に造られました。",
+            ],
+        ],
+    ),
+];
+
+/// The two readers of the parallel-script checks: the English model on the model's axes, and
+/// e5 on its five-language axes as constructed (before the gate).
+struct Readers {
+    english: Embedder,
+    e5: brainscan::embed::e5::MultilingualEmbedder,
+    model_axes: brainscan::inference::language::SemanticAxes,
+    e5_axes: brainscan::inference::language::SemanticAxes,
+}
+
+impl Readers {
+    fn load() -> Self {
+        let paths = models();
+        let english = Embedder::load(&paths.embedder).expect("all-MiniLM-L6-v2");
+        let e5 = brainscan::embed::e5::MultilingualEmbedder::load(&paths.multilingual_embedder)
+            .expect("e5");
+        let model_axes = brainscan::inference::language::semantic_axes(&english).expect("axes");
+        let e5_axes = brainscan::inference::multilingual::construct(&e5, &english, &model_axes)
+            .expect("multilingual axes");
+        Self {
+            english,
+            e5,
+            model_axes,
+            e5_axes,
+        }
+    }
+}
+
+/// The feature index of semantic axis `name`.
+fn axis(name: &str) -> usize {
+    use brainscan::inference::language::AXES;
+    4 + AXES.iter().position(|a| a.name == name).expect("axis")
+}
+
+/// Clip means of every language feature of `lines` (4 s each, all voiced) read by `embedder`
+/// on `axes`.
+fn read(
+    lines: &[&str],
+    embedder: &dyn brainscan::inference::language::Embed,
+    axes: &brainscan::inference::language::SemanticAxes,
+) -> Vec<f32> {
+    use brainscan::inference::language::{self, LANGUAGE_FEATURES};
+    let seconds = 4 * lines.len();
+    let transcript: Vec<brainscan::plugins::bindings::TranscriptLine> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, text)| brainscan::plugins::bindings::TranscriptLine {
+            start_sec: 4.0 * i as f32,
+            end_sec: 4.0 * (i + 1) as f32,
+            text: (*text).into(),
+        })
+        .collect();
+    let voiced = [brainscan::speech::vad::Region {
+        start: 0.0,
+        end: seconds as f64,
+    }];
+    let f = language::compute(seconds, &voiced, &transcript, &[], Some(embedder), axes)
+        .expect("features");
+    (0..LANGUAGE_FEATURES)
+        .map(|k| {
+            (0..seconds)
+                .map(|t| f.per_second[t * LANGUAGE_FEATURES + k])
+                .sum::<f32>()
+                / seconds as f32
+        })
+        .collect()
+}
+
 /// The parallel-script check of the multilingual meaning reader (issue 46, part 3). The same
 /// three scripts (a hard sell, calm product facts, neutral narration; none of them an anchor
 /// sentence) in English, French, German, Spanish and Japanese, given as transcript lines of
 /// 4 s each, are read by `language::compute`: English by the model's own English embedder, and
 /// every language (English too) by multilingual-e5-small on its five-language axes, put on the
-/// English model's scale (`inference::multilingual`).
+/// English model's scale (`inference::multilingual::construct`, before any axis is gated).
 ///
-/// Floors, registered in this commit before the test's first run:
+/// Floors, registered in commit dc6b3b8 before the test's first run:
 /// 1. In every language, the hard sell's mean pressure reading is above the calm facts' and
 ///    above the neutral narration's.
 /// 2. In every language, the calm facts' mean evidence reading is above the hard sell's and
@@ -146,143 +310,21 @@ fn a_translation_is_closer_than_an_unrelated_sentence_in_the_same_language() {
 /// 3. The scale carries over: the hard sell's pressure and the calm facts' evidence, read by
 ///    e5 in any language, are within a factor of 2 of the English model's reading of the
 ///    English script.
+///
+/// The first run: floors 1 and 2 held in all five languages. Floor 3 held for pressure (e5
+/// read 0.243–0.271 against the English model's 0.200: ratios 1.2–1.4) and failed for
+/// evidence (e5 read the calm facts at 0.126–0.176 against 0.035: ratios 3.6–5.0, and the hard
+/// sell at 0.098–0.133 against 0.011). The failure is pinned below as measured, so a change
+/// to either model shows here; what the service does about it is the gate of
+/// [`every_axis_is_read_in_other_languages_only_where_its_scale_carries_over`].
 #[test]
 fn the_same_script_reads_the_same_in_five_languages() {
-    use brainscan::embed::e5::MultilingualEmbedder;
-    use brainscan::inference::language::{self, AXES, LANGUAGE_FEATURES};
-    use brainscan::plugins::bindings::TranscriptLine;
-    use brainscan::speech::vad::Region;
-    const SCRIPTS: [(&str, [[&str; 3]; 5]); 3] = [
-        (
-            "hard sell",
-            [
-                [
-                    "Hurry, this weekend only every blender is half price.",
-                    "Stocks are running out fast, so call us now before they are gone.",
-                    "Thousands of families have already ordered theirs, don't miss out.",
-                ],
-                [
-                    "Vite, ce week-end seulement, tous les mixeurs sont à moitié prix.",
-                    "Les stocks partent vite, alors appelez-nous maintenant avant qu'il n'y en ait plus.",
-                    "Des milliers de familles ont déjà commandé le leur, ne ratez pas ça.",
-                ],
-                [
-                    "Schnell, nur dieses Wochenende ist jeder Mixer zum halben Preis.",
-                    "Die Vorräte gehen schnell zur Neige, also rufen Sie jetzt an, bevor alles weg ist.",
-                    "Tausende Familien haben ihren schon bestellt, verpassen Sie es nicht.",
-                ],
-                [
-                    "Rápido, solo este fin de semana todas las batidoras están a mitad de precio.",
-                    "Las existencias se agotan rápido, así que llámanos ahora antes de que se acaben.",
-                    "Miles de familias ya han pedido la suya, no te lo pierdas.",
-                ],
-                [
-                    "急いで、今週末だけ全てのミキサーが半額です。",
-                    "在庫はすぐになくなります、売り切れる前に今すぐお電話ください。",
-                    "すでに何千もの家族が注文しています、お見逃しなく。",
-                ],
-            ],
-        ),
-        (
-            "calm facts",
-            [
-                [
-                    "The blender has a one litre glass jug and a six hundred watt motor.",
-                    "It has three speeds, and the blades come out for cleaning.",
-                    "In our tests it crushed ice in twelve seconds, slower than the larger model.",
-                ],
-                [
-                    "Le mixeur a un bol en verre d'un litre et un moteur de six cents watts.",
-                    "Il a trois vitesses, et les lames se retirent pour le nettoyage.",
-                    "Dans nos tests, il a pilé la glace en douze secondes, moins vite que le grand modèle.",
-                ],
-                [
-                    "Der Mixer hat einen Glasbehälter mit einem Liter und einen Motor mit sechshundert Watt.",
-                    "Er hat drei Stufen, und die Messer lassen sich zum Reinigen herausnehmen.",
-                    "In unseren Tests zerkleinerte er Eis in zwölf Sekunden, langsamer als das größere Modell.",
-                ],
-                [
-                    "La batidora tiene una jarra de vidrio de un litro y un motor de seiscientos vatios.",
-                    "Tiene tres velocidades y las cuchillas se quitan para limpiarlas.",
-                    "En nuestras pruebas picó hielo en doce segundos, más despacio que el modelo grande.",
-                ],
-                [
-                    "このミキサーには一リットルのガラス容器と六百ワットのモーターがあります。",
-                    "速度は三段階で、刃は取り外して洗えます。",
-                    "私たちの試験では氷を十二秒で砕きましたが、大きいモデルより遅いです。",
-                ],
-            ],
-        ),
-        (
-            "neutral",
-            [
-                [
-                    "The river runs north through the old town.",
-                    "In winter the water is low and the bridges are quiet.",
-                    "The path along the bank was built a century ago.",
-                ],
-                [
-                    "La rivière coule vers le nord à travers la vieille ville.",
-                    "En hiver, l'eau est basse et les ponts sont calmes.",
-                    "Le chemin le long de la rive a été construit il y a un siècle.",
-                ],
-                [
-                    "Der Fluss fließt nach Norden durch die Altstadt.",
-                    "Im Winter ist das Wasser niedrig und die Brücken sind ruhig.",
-                    "Der Weg am Ufer wurde vor einem Jahrhundert angelegt.",
-                ],
-                [
-                    "El río corre hacia el norte a través del casco antiguo.",
-                    "En invierno el agua está baja y los puentes están tranquilos.",
-                    "El camino junto a la orilla se construyó hace un siglo.",
-                ],
-                [
-                    "川は旧市街を通って北へ流れています。",
-                    "冬には水位が低く、橋は静かです。",
-                    "岸沿いの道は百年前に造られました。",
-                ],
-            ],
-        ),
-    ];
-    const LANGUAGES: [&str; 5] = ["en", "fr", "de", "es", "ja"];
-    let paths = models();
-    let english = Embedder::load(&paths.embedder).expect("all-MiniLM-L6-v2");
-    let e5 = MultilingualEmbedder::load(&paths.multilingual_embedder).expect("e5");
-    let model_axes = language::semantic_axes(&english).expect("axes");
-    let e5_axes = brainscan::inference::multilingual::axes(&e5, &english, &model_axes)
-        .expect("multilingual axes");
-    let axis = |name: &str| 4 + AXES.iter().position(|a| a.name == name).expect("axis");
+    let r = Readers::load();
     let (pressure, evidence) = (axis("pressure"), axis("evidence"));
-    // Clip means of every content feature of one script read by one embedder.
-    let read = |lines: &[&str], embedder: &dyn language::Embed, axes| -> Vec<f32> {
-        let seconds = 4 * lines.len();
-        let transcript: Vec<TranscriptLine> = lines
-            .iter()
-            .enumerate()
-            .map(|(i, text)| TranscriptLine {
-                start_sec: 4.0 * i as f32,
-                end_sec: 4.0 * (i + 1) as f32,
-                text: (*text).into(),
-            })
-            .collect();
-        let voiced = [Region {
-            start: 0.0,
-            end: seconds as f64,
-        }];
-        let f = language::compute(seconds, &voiced, &transcript, &[], Some(embedder), axes)
-            .expect("features");
-        (0..LANGUAGE_FEATURES)
-            .map(|k| {
-                (0..seconds)
-                    .map(|t| f.per_second[t * LANGUAGE_FEATURES + k])
-                    .sum::<f32>()
-                    / seconds as f32
-            })
-            .collect()
-    };
+    let (english, e5, model_axes, e5_axes) = (&r.english, &r.e5, &r.model_axes, &r.e5_axes);
     let reference: Vec<Vec<f32>> = SCRIPTS
         .iter()
-        .map(|(_, texts)| read(&texts[0], &english, &model_axes))
+        .map(|(_, texts)| read(&texts[0], english, model_axes))
         .collect();
     eprintln!(
         "English model, English scripts: pressure {:?}, evidence {:?}",
@@ -293,7 +335,7 @@ fn the_same_script_reads_the_same_in_five_languages() {
     for (l, code) in LANGUAGES.iter().enumerate() {
         let means: Vec<Vec<f32>> = SCRIPTS
             .iter()
-            .map(|(_, texts)| read(&texts[l], &e5, &e5_axes))
+            .map(|(_, texts)| read(&texts[l], e5, e5_axes))
             .collect();
         let (sell, facts, neutral) = (&means[0], &means[1], &means[2]);
         eprintln!(
@@ -311,16 +353,227 @@ fn the_same_script_reads_the_same_in_five_languages() {
         if !(facts[evidence] > sell[evidence] && facts[evidence] > neutral[evidence]) {
             failures.push(format!("{code}: floor 2 (evidence ordering)"));
         }
-        for (what, ours, theirs) in [
-            ("pressure", sell[pressure], reference[0][pressure]),
-            ("evidence", facts[evidence], reference[1][evidence]),
-        ] {
-            let ratio = ours / theirs;
-            if !(0.5..=2.0).contains(&ratio) {
+        let ratio = sell[pressure] / reference[0][pressure];
+        if !(0.5..=2.0).contains(&ratio) {
+            failures.push(format!("{code}: floor 3 (pressure ratio {ratio:.2})"));
+        }
+        // Pinned: the first run's failure of floor 3 on evidence (ratios 3.6-5.0).
+        let ratio = facts[evidence] / reference[1][evidence];
+        if !(2.0..=8.0).contains(&ratio) {
+            failures.push(format!(
+                "{code}: evidence ratio {ratio:.2} is no longer the pinned failure (3.6-5.0): re-read the gate"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Scripts aimed at the other four axes, in the five languages: name, axis, then English,
+/// French, German, Spanish, Japanese.
+const TARGETED: [(&str, &str, [[&str; 3]; 5]); 4] = [
+    (
+        "family evening",
+        "social",
+        [
+            [
+                "My sister called and we talked for hours about the kids.",
+                "Later the neighbours came over and we all had dinner together.",
+                "Everyone laughed when grandpa told his old stories.",
+            ],
+            [
+                "Ma sœur a appelé et nous avons parlé des enfants pendant des heures.",
+                "Plus tard, les voisins sont venus et nous avons tous dîné ensemble.",
+                "Tout le monde a ri quand grand-père a raconté ses vieilles histoires.",
+            ],
+            [
+                "Meine Schwester hat angerufen, und wir haben stundenlang über die Kinder geredet.",
+                "Später kamen die Nachbarn vorbei, und wir haben alle zusammen gegessen.",
+                "Alle lachten, als Opa seine alten Geschichten erzählte.",
+            ],
+            [
+                "Mi hermana llamó y hablamos durante horas de los niños.",
+                "Más tarde vinieron los vecinos y cenamos todos juntos.",
+                "Todos se rieron cuando el abuelo contó sus viejas historias.",
+            ],
+            [
+                "姉から電話があって、子どもたちのことで何時間も話した。",
+                "そのあと近所の人たちが来て、みんなで一緒に夕食を食べた。",
+                "おじいちゃんが昔話をすると、みんな笑った。",
+            ],
+        ],
+    ),
+    (
+        "night call",
+        "emotion",
+        [
+            [
+                "I was so scared when the phone rang in the night.",
+                "Then I heard her voice and burst into tears of joy.",
+                "I have never felt so relieved and happy.",
+            ],
+            [
+                "J'ai eu tellement peur quand le téléphone a sonné dans la nuit.",
+                "Puis j'ai entendu sa voix et j'ai fondu en larmes de joie.",
+                "Je ne me suis jamais senti aussi soulagé et heureux.",
+            ],
+            [
+                "Ich hatte solche Angst, als nachts das Telefon klingelte.",
+                "Dann hörte ich ihre Stimme und brach in Freudentränen aus.",
+                "Ich war noch nie so erleichtert und glücklich.",
+            ],
+            [
+                "Tuve tanto miedo cuando sonó el teléfono por la noche.",
+                "Luego oí su voz y rompí a llorar de alegría.",
+                "Nunca me había sentido tan aliviado y feliz.",
+            ],
+            [
+                "夜中に電話が鳴ったとき、本当に怖かった。",
+                "それから彼女の声が聞こえて、うれし涙があふれた。",
+                "こんなにほっとして幸せな気持ちになったことはない。",
+            ],
+        ],
+    ),
+    (
+        "price list",
+        "numbers",
+        [
+            [
+                "The small one costs nine ninety nine and the large one fourteen fifty.",
+                "Buy two and the second is thirty percent off.",
+                "Delivery is free on orders over forty dollars.",
+            ],
+            [
+                "Le petit coûte neuf quatre-vingt-dix-neuf et le grand quatorze cinquante.",
+                "Achetez-en deux et le deuxième est à moins trente pour cent.",
+                "La livraison est gratuite dès quarante dollars d'achat.",
+            ],
+            [
+                "Der kleine kostet neun neunundneunzig und der große vierzehn fünfzig.",
+                "Kaufen Sie zwei, und der zweite kostet dreißig Prozent weniger.",
+                "Die Lieferung ist ab vierzig Dollar kostenlos.",
+            ],
+            [
+                "El pequeño cuesta nueve noventa y nueve y el grande catorce cincuenta.",
+                "Compra dos y el segundo tiene un treinta por ciento de descuento.",
+                "El envío es gratis en pedidos de más de cuarenta dólares.",
+            ],
+            [
+                "小さいほうは九ドル九十九セント、大きいほうは十四ドル五十セントです。",
+                "二つ買うと、二つ目は三十パーセント引きです。",
+                "四十ドル以上のご注文で配送料は無料です。",
+            ],
+        ],
+    ),
+    (
+        "jacket",
+        "product",
+        [
+            [
+                "This jacket keeps you warm and dry on every walk.",
+                "The soft lining feels wonderful, and it folds into its own pocket.",
+                "Your mornings outdoors will never feel the same.",
+            ],
+            [
+                "Cette veste vous garde au chaud et au sec à chaque promenade.",
+                "La doublure douce est merveilleuse, et elle se range dans sa propre poche.",
+                "Vos matinées en plein air ne seront plus jamais les mêmes.",
+            ],
+            [
+                "Diese Jacke hält Sie bei jedem Spaziergang warm und trocken.",
+                "Das weiche Futter fühlt sich wunderbar an, und sie lässt sich in ihre eigene Tasche falten.",
+                "Ihre Morgen im Freien werden sich nie wieder gleich anfühlen.",
+            ],
+            [
+                "Esta chaqueta te mantiene abrigado y seco en cada paseo.",
+                "El forro suave es una maravilla y se pliega en su propio bolsillo.",
+                "Tus mañanas al aire libre nunca volverán a ser iguales.",
+            ],
+            [
+                "このジャケットなら、どんな散歩でも暖かく濡れません。",
+                "柔らかい裏地は着心地抜群で、自分のポケットに折りたためます。",
+                "外で過ごす朝がまったく違うものになります。",
+            ],
+        ],
+    ),
+];
+
+/// The gate of the multilingual reader, registered (this doc, the floors and the rule) in the
+/// commit that adds it, before its first run, after the first run of
+/// [`the_same_script_reads_the_same_in_five_languages`] failed floor 3 on evidence. Each of the
+/// six axes has a target script: pressure the hard sell, evidence the calm facts, and social,
+/// emotion, numbers and product the scripts of [`TARGETED`].
+///
+/// 4. Carry-over: an axis's target script, read by e5 in each of the five languages, is within
+///    a factor of 2 of the English model's reading of the English target script on that axis
+///    (which must be above 0).
+/// 5. Specificity: in every language, e5 reads each axis's target script higher on that axis
+///    than the neutral narration.
+///
+/// The rule: the service reads an axis in other languages only if floor 4 holds for it in all
+/// five languages; every other axis reads 0 there, as for words whose meaning is not read.
+/// `inference::multilingual::CARRIES_OVER` must list exactly the axes that pass, and the
+/// service's axes must read 0 on the others. Floor 5 is reported with the rest; it does not
+/// gate.
+#[test]
+fn every_axis_is_read_in_other_languages_only_where_its_scale_carries_over() {
+    use brainscan::inference::language::AXES;
+    let r = Readers::load();
+    let neutral = &SCRIPTS[2].1;
+    let target = |name: &str| -> [[&str; 3]; 5] {
+        match name {
+            "pressure" => SCRIPTS[0].1,
+            "evidence" => SCRIPTS[1].1,
+            other => {
+                TARGETED
+                    .iter()
+                    .find(|(_, a, _)| *a == other)
+                    .expect("target")
+                    .2
+            }
+        }
+    };
+    let mut passing = Vec::new();
+    let mut failures = Vec::new();
+    for a in &AXES {
+        let k = axis(a.name);
+        let scripts = target(a.name);
+        let english = read(&scripts[0], &r.english, &r.model_axes)[k];
+        let mut carries = english > 0.0;
+        let mut line = format!("{:>8}: English model {english:.3}; e5", a.name);
+        for (l, code) in LANGUAGES.iter().enumerate() {
+            let ours = read(&scripts[l], &r.e5, &r.e5_axes)[k];
+            let calm = read(&neutral[l], &r.e5, &r.e5_axes)[k];
+            let ratio = ours / english;
+            line += &format!(" {code} {ours:.3} ({ratio:.2}x, neutral {calm:.3})");
+            carries &= (0.5..=2.0).contains(&ratio);
+            if ours <= calm {
                 failures.push(format!(
-                    "{code}: floor 3 ({what} {ours:.3} against English {theirs:.3}, ratio {ratio:.2})"
+                    "{code} {}: floor 5 ({ours:.3} <= {calm:.3})",
+                    a.name
                 ));
             }
+        }
+        eprintln!("{line}");
+        if carries {
+            passing.push(a.name);
+        }
+    }
+    eprintln!("floor 4 holds for {passing:?}");
+    assert_eq!(
+        passing,
+        brainscan::inference::multilingual::CARRIES_OVER.to_vec(),
+        "the gate must list exactly the axes that carry over"
+    );
+    // The service's axes read 0 on every axis that does not carry over.
+    let gated = brainscan::inference::multilingual::axes(&r.e5, &r.english, &r.model_axes)
+        .expect("gated axes");
+    for a in &AXES {
+        let k = axis(a.name);
+        let v = read(&target(a.name)[1], &r.e5, &gated)[k];
+        if passing.contains(&a.name) {
+            assert!(v > 0.0, "{}: a carrying axis reads 0", a.name);
+        } else {
+            assert_eq!(v, 0.0, "{}: a gated axis reads", a.name);
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
