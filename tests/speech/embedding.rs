@@ -514,6 +514,12 @@ const TARGETED: [(&str, &str, [[&str; 3]; 5]); 4] = [
 /// `inference::multilingual::CARRIES_OVER` must list exactly the axes that pass, and the
 /// service's axes must read 0 on the others. Floor 5 is reported with the rest; it does not
 /// gate.
+///
+/// The first run: floor 4 held for social (e5 at 1.07–1.36 times the English model), emotion
+/// (0.93–1.28), numbers (0.95–1.22), pressure (1.22–1.36) and product (0.78–1.04), and failed
+/// for evidence (3.57–4.98), so evidence is gated. Floor 5 held for every axis in every
+/// language. The English model itself reads the calm facts at only 0.035 on evidence (the
+/// other targets read 0.18–0.26 on theirs): its evidence axis is the weak one.
 #[test]
 fn every_axis_is_read_in_other_languages_only_where_its_scale_carries_over() {
     use brainscan::inference::language::AXES;
