@@ -356,9 +356,10 @@ mod tests {
     use super::*;
 
     fn unit(seed: f32) -> Vec<f32> {
-        // A shared direction plus a seed-specific one: related, but each closest to itself.
+        // A strong shared direction plus a seed-specific one: related, as e5's vectors are
+        // (every pair well above the relevance floor), but each closest to itself.
         let v: Vec<f32> = (0..embed::DIM)
-            .map(|i| (i as f32 * 0.05).sin() + (i as f32 * seed).sin())
+            .map(|i| 3.0 * (i as f32 * 0.05).sin() + (i as f32 * seed).sin())
             .collect();
         let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         v.into_iter().map(|x| x / n).collect()
