@@ -16,7 +16,11 @@
 //!   6 s (the service reads 10 s: `speech::IDENTIFY_SECS`), `jfk.wav` transcribed by base against tiny.en (the baseline:
 //!   why English stays with tiny.en), the 64 s Japanese clip as it is now transcribed (base, in
 //!   Japanese) against tiny.en alone (the previous behaviour, which invented English), and the
-//!   resident memory base adds.
+//!   resident memory base adds;
+//! - what reading the meaning of other languages adds (issue 46, part 3): multilingual-e5-small's
+//!   resident memory, building its five-language axes (once per process), and the language
+//!   features of the Japanese clip's transcript read by e5 against the same lines read by
+//!   all-MiniLM-L6-v2 (the baseline, same run).
 //!
 //! Needs `scripts/fetch-models`, `scripts/fetch-test-media` and espeak-ng.
 
@@ -192,6 +196,50 @@ async fn languages(paths: &ModelPaths, speech: &Speech, whisper: &WhisperModel, 
         invented.len(),
         invented.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(),
         now_secs / before_secs
+    );
+    meaning(
+        paths,
+        &speech.speech_regions(&japanese).expect("vad"),
+        &lines,
+    );
+}
+
+/// e5's memory, its axes' one-off cost, and the language features of `lines` by e5 against
+/// MiniLM.
+fn meaning(
+    paths: &ModelPaths,
+    regions: &[brainscan::speech::vad::Region],
+    lines: &[brainscan::plugins::bindings::TranscriptLine],
+) {
+    use brainscan::inference::language;
+    let english = brainscan::embed::Embedder::load(&paths.embedder).expect("MiniLM");
+    let model_axes = language::semantic_axes(&english).expect("axes");
+    let before = resident_kib();
+    let e5 =
+        brainscan::embed::e5::MultilingualEmbedder::load(&paths.multilingual_embedder).expect("e5");
+    println!(
+        "{:<44} {:>6.0} MiB resident",
+        "multilingual-e5-small loaded",
+        (resident_kib().saturating_sub(before)) as f64 / 1024.0
+    );
+    let (axes_secs, axes) = timed(|| {
+        brainscan::inference::multilingual::axes(&e5, &english, &model_axes).expect("axes")
+    });
+    println!(
+        "{:<44} {axes_secs:>6.2} s (once per process)",
+        "e5's five-language axes built"
+    );
+    let seconds = 64;
+    let (e5_secs, _) =
+        timed(|| language::compute(seconds, regions, lines, &[], Some(&e5), &axes).expect("e5"));
+    let (minilm_secs, _) = timed(|| {
+        language::compute(seconds, regions, lines, &[], Some(&english), &model_axes)
+            .expect("MiniLM")
+    });
+    println!(
+        "{:<44} e5 {e5_secs:>5.2} s, MiniLM on the same lines {minilm_secs:>5.2} s (baseline): ratio {:.2}",
+        "language features, japanese.wav's lines",
+        e5_secs / minilm_secs
     );
 }
 
