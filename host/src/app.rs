@@ -220,6 +220,23 @@ impl App {
             }
             _ => None,
         };
+        // The semantic axes for speech in other languages take seconds to build (210
+        // sentences through e5): build them now, in the background, rather than in the first
+        // such scan. A scan that needs them meanwhile waits for this build, not a second one.
+        if let Some(listener) = &listener {
+            let (listener, axes) = (listener.clone(), model.axes.clone());
+            tokio::task::spawn_blocking(move || {
+                match listener
+                    .multilingual
+                    .reader(listener.embedder.as_ref(), &axes)
+                {
+                    Ok(_) => tracing::info!("semantic axes for speech in other languages ready"),
+                    Err(e) => tracing::warn!(
+                        "the semantic axes for other languages could not be built; they are tried again at the first such scan: {e:#}"
+                    ),
+                }
+            });
+        }
         // Only processes that analyse run the face detector.
         let faces = if config.role.runs_workers() {
             // Reading and parsing the 1 MB cascade is blocking work, like the speech models.

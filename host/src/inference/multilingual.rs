@@ -400,9 +400,18 @@ pub fn construct(
     let groups = neutral_groups();
     let neutral: Vec<&str> = groups.iter().flatten().copied().collect();
     let anchors = anchors_pooled();
-    let mut axes = language::axes_from(multilingual, &neutral, &anchors)?;
+    // Each of the 210 sentences is embedded once, in one call (the construction and the
+    // units read the same sentences): half the work, in full batches.
+    let memo = Memo::new(multilingual);
+    let every: Vec<&str> = neutral
+        .iter()
+        .chain(anchors.iter().flatten())
+        .copied()
+        .collect();
+    memo.embed(&every)?;
+    let mut axes = language::axes_from(&memo, &neutral, &anchors)?;
     let group_refs: Vec<&[&str]> = groups.iter().map(Vec::as_slice).collect();
-    let theirs = language::units_from(multilingual, &axes, &group_refs, &anchors)?;
+    let theirs = language::units_from(&memo, &axes, &group_refs, &anchors)?;
     let ours = language::content_units(english, model_axes)?;
     // `units_from` lists the axes, then `semantic_change`; the scale is change first.
     let unit = |units: &[(String, f32)], name: &str| {
@@ -425,6 +434,49 @@ pub fn construct(
     }
     axes.scale = scale;
     Ok(axes)
+}
+
+/// An embedder that embeds each distinct text once and remembers it.
+struct Memo<'a> {
+    inner: &'a dyn Embed,
+    seen: std::cell::RefCell<std::collections::HashMap<String, Vec<f32>>>,
+}
+
+impl<'a> Memo<'a> {
+    fn new(inner: &'a dyn Embed) -> Self {
+        Self {
+            inner,
+            seen: std::cell::RefCell::default(),
+        }
+    }
+}
+
+impl Embed for Memo<'_> {
+    fn embed(&self, texts: &[&str]) -> anyhow::Result<Vec<Vec<f32>>> {
+        let mut missing: Vec<&str> = texts
+            .iter()
+            .copied()
+            .filter(|t| !self.seen.borrow().contains_key(*t))
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        if !missing.is_empty() {
+            let vectors = self.inner.embed(&missing)?;
+            let mut seen = self.seen.borrow_mut();
+            for (text, vector) in missing.into_iter().zip(vectors) {
+                seen.insert(text.to_owned(), vector);
+            }
+        }
+        let seen = self.seen.borrow();
+        texts
+            .iter()
+            .map(|t| {
+                seen.get(*t)
+                    .cloned()
+                    .ok_or_else(|| anyhow::anyhow!("the embedder returned too few vectors"))
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
