@@ -374,24 +374,20 @@ impl Qualia {
                             let failed = |e: anyhow::Error| {
                                 QualiaError::Speech(format!("language features: {e:#}"))
                             };
-                            let multilingual = match h.meaning_reader() {
-                                MeaningReader::Multilingual => Some(
-                                    l.multilingual
+                            let multilingual;
+                            let (embedder, axes): (Option<&dyn language::Embed>, &_) = match h
+                                .meaning_reader()
+                            {
+                                MeaningReader::English => (Some(l.embedder.as_ref()), &model.axes),
+                                MeaningReader::Multilingual => {
+                                    multilingual = l
+                                        .multilingual
                                         .reader(l.embedder.as_ref(), &model.axes)
-                                        .map_err(failed)?,
-                                ),
-                                _ => None,
+                                        .map_err(failed)?;
+                                    (Some(multilingual.0.as_ref()), multilingual.1.as_ref())
+                                }
+                                MeaningReader::None => (None, &model.axes),
                             };
-                            let (embedder, axes): (Option<&dyn language::Embed>, &_) =
-                                match (h.meaning_reader(), &multilingual) {
-                                    (MeaningReader::English, _) => {
-                                        (Some(l.embedder.as_ref()), &model.axes)
-                                    }
-                                    (MeaningReader::Multilingual, Some((e, a))) => {
-                                        (Some(e.as_ref()), a.as_ref())
-                                    }
-                                    _ => (None, &model.axes),
-                                };
                             Some(
                                 language::compute(
                                     seconds,
