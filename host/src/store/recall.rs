@@ -20,6 +20,24 @@ pub struct EmbeddedText {
     pub vector: Vec<f32>,
 }
 
+/// Where a stored text lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredAt {
+    /// A row of an organisation's memory (`recall_texts`).
+    Remembered { id: i64 },
+    /// A text of a scan not yet remembered (`scan_texts`).
+    Pending { scan_id: String, ord: i64 },
+}
+
+/// A stored text whose vector is of another model than the one asked for.
+#[derive(Debug, Clone)]
+pub struct StaleText {
+    pub at: StoredAt,
+    pub text: String,
+    /// The model its vector is of now.
+    pub model_id: String,
+}
+
 /// A row of an organisation's memory, as the in-memory index loads it.
 #[derive(Debug, Clone)]
 pub struct RecallRow {
@@ -192,100 +210,164 @@ impl Db {
         Ok(())
     }
 
-    /// Up to `limit` remembered texts whose vector is not of `model_id`, oldest first:
-    /// `(id, text, model)`. They are re-embedded by `intelligence::recall::migrate`.
-    pub async fn recall_texts_of_other_models(
+    /// Up to `limit` stored texts whose vector is not of `model_id`: remembered texts first,
+    /// oldest first, then texts of scans not yet remembered. They are re-embedded by
+    /// `intelligence::recall::migrate`.
+    pub async fn texts_of_other_models(
         &self,
         model_id: &str,
         limit: i64,
-    ) -> StoreResult<Vec<(i64, String, String)>> {
-        let rows = sqlx::query(
+    ) -> StoreResult<Vec<StaleText>> {
+        let mut out: Vec<StaleText> = sqlx::query(
             "SELECT id, text, model_id FROM recall_texts WHERE model_id <> $1 ORDER BY id LIMIT $2",
         )
         .bind(model_id)
         .bind(limit)
         .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|r| Ok((r.try_get("id")?, r.try_get("text")?, r.try_get("model_id")?)))
-            .collect()
-    }
-
-    /// Up to `limit` texts of scans not yet remembered whose vector is not of `model_id`:
-    /// `(scan_id, ord, text, model)`.
-    pub async fn scan_texts_of_other_models(
-        &self,
-        model_id: &str,
-        limit: i64,
-    ) -> StoreResult<Vec<(String, i64, String, String)>> {
-        let rows = sqlx::query(
-            "SELECT scan_id, ord, text, model_id FROM scan_texts WHERE model_id <> $1 ORDER BY scan_id, ord LIMIT $2",
-        )
-        .bind(model_id)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok((
-                    r.try_get("scan_id")?,
-                    r.try_get("ord")?,
-                    r.try_get("text")?,
-                    r.try_get("model_id")?,
-                ))
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(StaleText {
+                at: StoredAt::Remembered {
+                    id: r.try_get("id")?,
+                },
+                text: r.try_get("text")?,
+                model_id: r.try_get("model_id")?,
             })
-            .collect()
+        })
+        .collect::<StoreResult<_>>()?;
+        let room = limit - out.len() as i64;
+        if room > 0 {
+            let rows = sqlx::query(
+                "SELECT scan_id, ord, text, model_id FROM scan_texts WHERE model_id <> $1 ORDER BY scan_id, ord LIMIT $2",
+            )
+            .bind(model_id)
+            .bind(room)
+            .fetch_all(&self.pool)
+            .await?;
+            for r in &rows {
+                out.push(StaleText {
+                    at: StoredAt::Pending {
+                        scan_id: r.try_get("scan_id")?,
+                        ord: r.try_get("ord")?,
+                    },
+                    text: r.try_get("text")?,
+                    model_id: r.try_get("model_id")?,
+                });
+            }
+        }
+        Ok(out)
     }
 
-    /// Replaces remembered vectors `(id, previous model, new vector)` with vectors of
-    /// `model_id`, in one transaction. A row whose model is no longer the previous one
-    /// (another process re-embedded it first) is left alone. Returns the rows replaced.
-    pub async fn replace_recall_vectors(
+    /// Gives each text its new vector of `model_id`, in one transaction. A row whose model is no
+    /// longer the one it was read with (another process re-embedded it first) is left alone.
+    /// Returns the rows replaced.
+    pub async fn replace_vectors(
         &self,
         model_id: &str,
-        rows: &[(i64, &str, &[f32])],
+        rows: &[(&StaleText, &[f32])],
     ) -> StoreResult<u64> {
         let mut tx = self.pool.begin().await?;
         let mut replaced = 0;
-        for (id, previous, vector) in rows {
-            replaced += sqlx::query(
-                "UPDATE recall_texts SET model_id = $1, vector = $2 WHERE id = $3 AND model_id = $4",
-            )
-            .bind(model_id)
-            .bind(vector_bytes(vector))
-            .bind(*id)
-            .bind(*previous)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        for (stale, vector) in rows {
+            let query = match &stale.at {
+                StoredAt::Remembered { id } => sqlx::query(
+                    "UPDATE recall_texts SET model_id = $1, vector = $2 WHERE model_id = $3 AND id = $4",
+                )
+                .bind(model_id)
+                .bind(vector_bytes(vector))
+                .bind(&stale.model_id)
+                .bind(*id),
+                StoredAt::Pending { scan_id, ord } => sqlx::query(
+                    "UPDATE scan_texts SET model_id = $1, vector = $2 WHERE model_id = $3 AND scan_id = $4 AND ord = $5",
+                )
+                .bind(model_id)
+                .bind(vector_bytes(vector))
+                .bind(&stale.model_id)
+                .bind(scan_id)
+                .bind(*ord),
+            };
+            replaced += query.execute(&mut *tx).await?.rows_affected();
         }
         tx.commit().await?;
         Ok(replaced)
     }
+}
 
-    /// [`Db::replace_recall_vectors`] for texts of scans not yet remembered, keyed by
-    /// `(scan_id, ord)`.
-    pub async fn replace_scan_text_vectors(
-        &self,
-        model_id: &str,
-        rows: &[(&str, i64, &str, &[f32])],
-    ) -> StoreResult<u64> {
-        let mut tx = self.pool.begin().await?;
-        let mut replaced = 0;
-        for (scan_id, ord, previous, vector) in rows {
-            replaced += sqlx::query(
-                "UPDATE scan_texts SET model_id = $1, vector = $2 WHERE scan_id = $3 AND ord = $4 AND model_id = $5",
-            )
-            .bind(model_id)
-            .bind(vector_bytes(vector))
-            .bind(*scan_id)
-            .bind(*ord)
-            .bind(*previous)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(model: &str, words: &str) -> EmbeddedText {
+        EmbeddedText {
+            kind: "moment".into(),
+            lens: "attention".into(),
+            second: 1,
+            text: words.into(),
+            model_id: model.into(),
+            vector: vec![0.5; 4],
         }
-        tx.commit().await?;
-        Ok(replaced)
+    }
+
+    /// The re-embedding's store side: texts of another model are found in both tables
+    /// (remembered first, then those of scans not yet fetched), each update lands once, and a
+    /// row another process already moved to the new model is left alone.
+    #[tokio::test]
+    async fn texts_of_another_model_are_found_in_both_tables_and_replaced_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("r.db").display());
+        let db = Db::connect(&url).await.expect("db");
+        db.insert_recall_texts(
+            "org_a",
+            "scan_1",
+            0,
+            &[text("old", "remembered one"), text("new", "already new")],
+        )
+        .await
+        .expect("remembered");
+        let mut tx = db.pool.begin().await.expect("tx");
+        put_scan_texts(&mut tx, "scan_2", &[text("old", "pending one")])
+            .await
+            .expect("pending");
+        tx.commit().await.expect("commit");
+
+        let stale = db.texts_of_other_models("new", 10).await.expect("stale");
+        let found: Vec<(&StoredAt, &str)> =
+            stale.iter().map(|t| (&t.at, t.text.as_str())).collect();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(matches!(found[0].0, StoredAt::Remembered { .. }));
+        assert_eq!(found[0].1, "remembered one");
+        assert_eq!(
+            found[1].0,
+            &StoredAt::Pending {
+                scan_id: "scan_2".into(),
+                ord: 0
+            }
+        );
+        assert!(stale.iter().all(|t| t.model_id == "old"));
+        // A limit of one reads the remembered text only.
+        assert_eq!(
+            db.texts_of_other_models("new", 1).await.expect("one").len(),
+            1
+        );
+
+        let vector = [1.0f32, 0.0, 0.0, 0.0];
+        let updates: Vec<(&StaleText, &[f32])> =
+            stale.iter().map(|t| (t, vector.as_slice())).collect();
+        assert_eq!(
+            db.replace_vectors("new", &updates).await.expect("replace"),
+            2
+        );
+        assert!(
+            db.texts_of_other_models("new", 10)
+                .await
+                .expect("none")
+                .is_empty()
+        );
+        // Read before another process's update: nothing is replaced twice.
+        assert_eq!(db.replace_vectors("new", &updates).await.expect("again"), 0);
+        let rows = db.recall_rows("org_a", "new", 0, 10).await.expect("rows");
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].vector, vector);
     }
 }

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Recall, RecallError};
 use crate::store::Db;
+use crate::store::recall::StaleText;
 
 /// Texts embedded per round trip: one forward pass of the model's batch size, several times.
 const BATCH: i64 = 64;
@@ -29,34 +30,25 @@ pub async fn reembed_other_models(
     let model = crate::embed::e5::MODEL_ID;
     let mut replaced = 0;
     while !cancel.is_cancelled() {
-        let rows = db.recall_texts_of_other_models(model, BATCH).await?;
-        if rows.is_empty() {
+        let stale = db.texts_of_other_models(model, BATCH).await?;
+        if stale.is_empty() {
             break;
         }
         let (id, vectors) = recall
-            .embed(rows.iter().map(|r| r.1.clone()).collect())
+            .embed(stale.iter().map(|t| t.text.clone()).collect())
             .await?;
-        let updates: Vec<(i64, &str, &[f32])> = rows
-            .iter()
-            .zip(&vectors)
-            .map(|(r, v)| (r.0, r.2.as_str(), v.as_slice()))
-            .collect();
-        replaced += db.replace_recall_vectors(&id, &updates).await?;
-    }
-    while !cancel.is_cancelled() {
-        let rows = db.scan_texts_of_other_models(model, BATCH).await?;
-        if rows.is_empty() {
-            break;
+        // Rows tagged with any other id would be read again at the next round, for ever.
+        if id != model {
+            return Err(RecallError::Model(format!(
+                "recall's embedder is {id}, not {model}"
+            )));
         }
-        let (id, vectors) = recall
-            .embed(rows.iter().map(|r| r.2.clone()).collect())
-            .await?;
-        let updates: Vec<(&str, i64, &str, &[f32])> = rows
+        let updates: Vec<(&StaleText, &[f32])> = stale
             .iter()
             .zip(&vectors)
-            .map(|(r, v)| (r.0.as_str(), r.1, r.3.as_str(), v.as_slice()))
+            .map(|(t, v)| (t, v.as_slice()))
             .collect();
-        replaced += db.replace_scan_text_vectors(&id, &updates).await?;
+        replaced += db.replace_vectors(&id, &updates).await?;
     }
     Ok(replaced)
 }
