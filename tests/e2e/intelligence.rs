@@ -146,12 +146,12 @@ async fn analyze_returns_the_stored_manipulation_block() {
 /// unrelated text.
 #[tokio::test]
 async fn an_english_query_finds_a_french_moment_and_older_vectors_are_re_embedded() {
-    use brainscan::intelligence::recall::{migrate, shared_embedder};
+    use brainscan::intelligence::recall::migrate;
     use brainscan::store::recall::EmbeddedText;
     let t = TestApp::start().await;
     let org = t.org("acme", 10_000).await;
     let models = brainscan::speech::ModelPaths::under(&t.app.config.models_dir);
-    let english = shared_embedder(&models.embedder).expect("all-MiniLM-L6-v2");
+    let english = brainscan::embed::shared_english(&models.embedder).expect("all-MiniLM-L6-v2");
     let texts = [
         "l'attention a chuté quand la musique s'est arrêtée",
         "le logo apparaît dans le coin supérieur gauche",

@@ -238,20 +238,25 @@ struct Readers {
 }
 
 impl Readers {
-    fn load() -> Self {
-        let paths = models();
-        let english = Embedder::load(&paths.embedder).expect("all-MiniLM-L6-v2");
-        let e5 = brainscan::embed::e5::MultilingualEmbedder::load(&paths.multilingual_embedder)
-            .expect("e5");
-        let model_axes = brainscan::inference::language::semantic_axes(&english).expect("axes");
-        let e5_axes = brainscan::inference::multilingual::construct(&e5, &english, &model_axes)
-            .expect("multilingual axes");
-        Self {
-            english,
-            e5,
-            model_axes,
-            e5_axes,
-        }
+    /// Loaded and built once for the suite: both parallel-script tests read with them, and
+    /// building e5's axes embeds 210 sentences.
+    fn load() -> &'static Self {
+        static READERS: std::sync::OnceLock<Readers> = std::sync::OnceLock::new();
+        READERS.get_or_init(|| {
+            let paths = models();
+            let english = Embedder::load(&paths.embedder).expect("all-MiniLM-L6-v2");
+            let e5 = brainscan::embed::e5::MultilingualEmbedder::load(&paths.multilingual_embedder)
+                .expect("e5");
+            let model_axes = brainscan::inference::language::semantic_axes(&english).expect("axes");
+            let e5_axes = brainscan::inference::multilingual::construct(&e5, &english, &model_axes)
+                .expect("multilingual axes");
+            Readers {
+                english,
+                e5,
+                model_axes,
+                e5_axes,
+            }
+        })
     }
 }
 

@@ -31,7 +31,7 @@ use moka::future::Cache;
 
 use super::RecallHit;
 use crate::clock::iso8601;
-use crate::embed::{self, Embedder, e5::MultilingualEmbedder};
+use crate::embed::{self, e5::MultilingualEmbedder};
 use crate::result::ScanResult;
 use crate::store::Db;
 use crate::store::recall::EmbeddedText;
@@ -86,14 +86,6 @@ impl OrgIndex {
     fn bytes(&self) -> u64 {
         (self.vectors.bytes() + self.meta.iter().map(|m| m.text.len() + 72).sum::<usize>()) as u64
     }
-}
-
-/// The process-wide English embedder of the model folder `dir` (see [`embed::shared_english`]).
-///
-/// # Errors
-/// A missing or malformed model file.
-pub fn shared_embedder(dir: &Path) -> Result<Arc<Embedder>, RecallError> {
-    embed::shared_english(dir).map_err(|e| RecallError::Model(format!("{e:#}")))
 }
 
 /// The process-wide multilingual embedder of the model folder `dir`: recall's.
