@@ -26,6 +26,7 @@ pub mod inference;
 pub mod intelligence;
 pub mod jobs;
 pub mod listen;
+pub mod lm;
 pub mod local;
 pub mod lockout;
 pub mod mcp;

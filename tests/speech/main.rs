@@ -4,4 +4,5 @@
 
 mod embedding;
 mod support;
+mod surprisal;
 mod transcription;
