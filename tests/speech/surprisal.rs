@@ -3,8 +3,7 @@
 use brainscan::lm::SurprisalModel;
 
 fn model() -> SurprisalModel {
-    let dir = brainscan::config::default_models_dir();
-    let dir = std::env::var_os("BRAINSCAN_MODELS_DIR").map_or(dir, Into::into);
+    let dir = brainscan::config::default_models_dir_from_env();
     SurprisalModel::load(&SurprisalModel::path_under(&dir))
         .expect("SmolLM2-135M (run scripts/fetch-models)")
 }
