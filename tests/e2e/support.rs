@@ -628,9 +628,9 @@ impl TestApp {
     }
 
     /// Polls (without fetching the completed body, which would settle the charge) until the
-    /// scan leaves queued/processing.
+    /// scan leaves queued/processing, [`STUCK_AFTER`] at most.
     pub async fn wait_final(&self, scan_id: &str) -> String {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let deadline = tokio::time::Instant::now() + STUCK_AFTER;
         loop {
             let row = self.app.db.get_scan_by_id(scan_id).await.expect("scan");
             if !matches!(row.status.as_str(), "queued" | "processing") {
@@ -638,8 +638,10 @@ impl TestApp {
             }
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "scan {scan_id} stuck in {}",
-                row.status
+                "scan {scan_id} stuck in {} at stage {} ({}%) after {STUCK_AFTER:?}",
+                row.status,
+                row.stage,
+                row.progress
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -755,7 +757,7 @@ pub async fn scan_state(http: &reqwest::Client, base: &str, key: &str, id: &str)
         .expect("json")
 }
 
-/// Polls `GET /scans/{id}` every 100 ms until `pred` holds (30 s at most).
+/// Polls `GET /scans/{id}` every 100 ms until `pred` holds ([`STUCK_AFTER`] at most).
 pub async fn wait_for(
     http: &reqwest::Client,
     base: &str,
@@ -763,7 +765,7 @@ pub async fn wait_for(
     id: &str,
     pred: impl Fn(&Value) -> bool,
 ) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let deadline = tokio::time::Instant::now() + STUCK_AFTER;
     loop {
         let s = scan_state(http, base, key, id).await;
         if pred(&s) {
