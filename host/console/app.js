@@ -1,9 +1,28 @@
 // brainscan console: a single page over the public API (/api/v1) and the admin API
 // (/admin/v1). No build step and no dependencies: the file the binary embeds is the file that
 // runs. Everything from the API is put into the page as text (textContent), never as HTML.
+//
+// Two ways in: a person signs in with email and password (or a one-time link), and the page
+// calls the same API under /console/api/v1 with the session cookie, its CSRF token on writes
+// and the chosen organisation; scans started so count against the organisation's plan. Or an
+// API key is pasted, and the page calls /api/v1 with it, billed from the wallet.
 
 const KEY = "brainscan.key";
 const ADMIN = "brainscan.admin";
+const ORG = "brainscan.org";
+// The signed-in person (GET /console/session/me), or null with an API key or signed out.
+let me = null;
+
+function currentOrg() {
+  if (!me || !me.orgs.length) return null;
+  return me.orgs.find((o) => o.id === sessionStorage.getItem(ORG)) || me.orgs[0];
+}
+
+async function loadMe() {
+  const r = await fetch("/console/session/me", { credentials: "same-origin" });
+  me = r.ok ? await r.json() : null;
+  return me;
+}
 const LENS_COLOURS = ["#ffc43d", "#56ccf2", "#6fcf97", "#ff79c6", "#bb86fc", "#ff914d"];
 // The benchmark labels' score ranges, shaded behind a lens's curve (GET /lenses gives the
 // scores where the labels change: the corpus's 20th, 40th, 70th and 90th percentiles).
@@ -68,10 +87,20 @@ class ApiError extends Error {
 }
 
 // One call to the service. Errors surface as the API's own message.
-async function api(path, { method = "GET", body, admin = false, raw } = {}) {
-  const token = sessionStorage.getItem(admin ? ADMIN : KEY);
+async function api(path, { method = "GET", body, admin = false, raw, session = false } = {}) {
   const headers = {};
-  if (token) headers.Authorization = `Bearer ${token}`;
+  let base = admin ? "/admin/v1" : "/api/v1";
+  if (session) {
+    base = "/console/session";
+  } else if (me && !admin) {
+    base = "/console/api/v1";
+    const org = currentOrg();
+    if (org) headers["X-Brainscan-Org"] = org.id;
+  } else {
+    const token = sessionStorage.getItem(admin ? ADMIN : KEY);
+    if (token) headers.Authorization = `Bearer ${token}`;
+  }
+  if (me && method !== "GET") headers["X-CSRF-Token"] = me.csrf_token;
   let payload;
   if (raw !== undefined) {
     headers["Content-Type"] = "application/wasm";
@@ -80,8 +109,7 @@ async function api(path, { method = "GET", body, admin = false, raw } = {}) {
     headers["Content-Type"] = "application/json";
     payload = JSON.stringify(body);
   }
-  const base = admin ? "/admin/v1" : "/api/v1";
-  const r = await fetch(base + path, { method, headers, body: payload });
+  const r = await fetch(base + path, { method, headers, body: payload, credentials: "same-origin" });
   const text = await r.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = { message: text }; }
@@ -95,7 +123,7 @@ async function guarded(work) {
     return await work();
   } catch (e) {
     showError(e.message || String(e));
-    if (e.status === 401 && !sessionStorage.getItem(KEY)) location.hash = "#/signin";
+    if (e.status === 401 && !sessionStorage.getItem(KEY)) { me = null; location.hash = "#/signin"; }
     return undefined;
   }
 }
@@ -177,12 +205,32 @@ function legend(series) {
 
 // ---------- pages ----------
 
-function signin() {
+function signin(note) {
+  const email = el("input", { id: "email", type: "email", autocomplete: "username", required: true, placeholder: "you@example.com" });
+  const password = el("input", { id: "password", type: "password", autocomplete: "current-password", required: true });
+  const people = el("form", { id: "signin-person", class: "card", onsubmit: async (ev) => {
+    ev.preventDefault();
+    const who = await guarded(() => api("/sign-in", { method: "POST", session: true,
+      body: { email: email.value.trim(), password: password.value } }));
+    password.value = "";
+    if (who) {
+      me = who;
+      sessionStorage.removeItem(KEY);
+      chrome();
+      location.hash = "#/scans";
+    }
+  } },
+  el("h2", { text: "Sign in to your account" }),
+  el("label", { for: "email", text: "Email" }), email,
+  el("label", { for: "password", text: "Password" }), password,
+  el("p", { class: "muted", text: "Scans you start here count against your organisation's plan, not its wallet." }),
+  el("button", { id: "signin-email", class: "primary", type: "submit", text: "Sign in" }));
   const key = el("input", { id: "key", type: "password", autocomplete: "off", placeholder: "sk_live_…" });
   const admin = el("input", { id: "admin-token", type: "password", autocomplete: "off",
     placeholder: "optional: BRAINSCAN_ADMIN_TOKEN" });
   const form = el("form", { class: "card", onsubmit: async (ev) => {
     ev.preventDefault();
+    me = null;
     sessionStorage.setItem(KEY, key.value.trim());
     if (admin.value.trim()) sessionStorage.setItem(ADMIN, admin.value.trim());
     else sessionStorage.removeItem(ADMIN);
@@ -190,12 +238,72 @@ function signin() {
     if (ok) { chrome(); location.hash = "#/scans"; }
     else sessionStorage.removeItem(KEY);
   } },
+  el("h2", { text: "Or use an API key" }),
   el("label", { for: "key", text: "API key" }), key,
   el("label", { for: "admin-token", text: "Admin token (operator pages)" }), admin,
-  el("p", { class: "muted", text: "Kept in this tab's session storage only, and sent only to this service." }),
-  el("button", { id: "signin", class: "primary", type: "submit", text: "Sign in" }));
-  page("Sign in", form);
-  key.focus();
+  el("p", { class: "muted", text: "Kept in this tab's session storage only, and sent only to this service. Scans started with a key are billed from the wallet." }),
+  el("button", { id: "signin", class: "primary", type: "submit", text: "Sign in with the key" }));
+  page("Sign in", note ? el("p", { id: "signin-note", class: "card", text: note }) : "", people, form);
+  email.focus();
+}
+
+// What the plan allows this month, in words, and whether a console scan can still start.
+function planLine(org) {
+  const left = org.monthly_scans - org.used_this_month;
+  const plan = org.plan[0].toUpperCase() + org.plan.slice(1);
+  const text = left > 0
+    ? `${plan} plan: ${org.used_this_month} of ${org.monthly_scans} console scans used this month (${org.month}); ${left} left.`
+    : `${plan} plan: all ${org.monthly_scans} console scan${org.monthly_scans === 1 ? "" : "s"} of ${org.month} used. The allowance renews on the 1st (UTC); a paid plan has more, and API scans are billed from the wallet instead.`;
+  return { text, left };
+}
+
+async function account() {
+  await loadMe();
+  if (!me) { location.hash = "#/signin"; return; }
+  const org = currentOrg();
+  const picker = el("select", { id: "org-picker", onchange: () => { sessionStorage.setItem(ORG, picker.value); account(); } },
+    me.orgs.map((o) => el("option", { value: o.id, text: `${o.name} (${o.role})`, selected: org && o.id === org.id })));
+  const keysCard = el("section", { id: "keys", class: "card" }, el("h2", { text: "API keys" }));
+  page("Account",
+    el("section", { class: "card" }, el("dl", { class: "kv" },
+      el("dt", { text: "Signed in as" }), el("dd", { id: "account-email", text: me.email }),
+      el("dt", { text: "Organisation" }), el("dd", {}, org ? picker : "none yet: ask the operator to add you"),
+      el("dt", { text: "Plan" }), el("dd", { id: "account-plan", text: org ? planLine(org).text : "–" }))),
+    keysCard);
+  if (!org) return;
+  if (org.role !== "owner") {
+    keysCard.append(el("p", { class: "muted", text: "Only an owner of this organisation manages its API keys." }));
+    return;
+  }
+  if (!org.can_create_keys) {
+    keysCard.append(el("p", { id: "keys-plan-needed", text: "API keys come with a paid plan (Pro or Studio). This organisation is on the Free plan: ask the operator to change it. Scans from this console need no key." }));
+  }
+  const shown = el("div", { id: "new-key" });
+  const name = el("input", { id: "key-name", maxlength: 100, required: true, placeholder: "e.g. CI pipeline" });
+  const list = el("tbody", { id: "key-list" });
+  if (org.can_create_keys) {
+    keysCard.append(el("form", { onsubmit: async (ev) => {
+      ev.preventDefault();
+      const made = await guarded(() => api(`/orgs/${encodeURIComponent(org.id)}/keys`, { method: "POST", session: true, body: { name: name.value.trim() } }));
+      if (!made) return;
+      name.value = "";
+      shown.replaceChildren(el("p", { text: `Key "${made.name}" created. Copy it now: it is shown this once and never again.` }),
+        el("code", { id: "new-key-secret", text: made.key }));
+      load();
+    } }, el("label", { for: "key-name", text: "New key's name" }), name,
+      el("p", {}, el("button", { id: "key-create", class: "primary", type: "submit", text: "Create key" }))), shown);
+  }
+  keysCard.append(el("table", {}, el("thead", {}, el("tr", {}, ["Key", "Name", "Created", "State", ""].map((h) => el("th", { text: h })))), list));
+  async function load() {
+    const data = await guarded(() => api(`/orgs/${encodeURIComponent(org.id)}/keys`, { session: true }));
+    if (!data) return;
+    list.replaceChildren(...data.keys.map((k) => el("tr", { "data-key-id": k.id },
+      el("td", { text: k.id }), el("td", { text: k.name || `(${k.made_in})` }), el("td", { class: "muted", text: k.created_at }),
+      el("td", { class: "state", text: k.revoked_at ? `revoked ${k.revoked_at}` : "active" }),
+      el("td", {}, k.revoked_at ? "" : el("button", { class: "revoke", type: "button", text: "Revoke",
+        onclick: async () => { await guarded(() => api(`/orgs/${encodeURIComponent(org.id)}/keys/${encodeURIComponent(k.id)}`, { method: "DELETE", session: true })); load(); } })))));
+  }
+  await load();
 }
 
 async function scans(offset = 0) {
@@ -224,6 +332,7 @@ async function scans(offset = 0) {
     if (webhook.value.trim()) body.webhook_url = webhook.value.trim();
     const created = await guarded(() => api("/scans", { method: "POST", body }));
     if (created) { url.value = ""; refresh(); }
+    if (me) showPlan();
   } },
   el("h2", { text: "New scan" }),
   el("label", { for: "submit-url", text: "Media URL" }), url,
@@ -233,12 +342,27 @@ async function scans(offset = 0) {
     option("opt-reasons", "reasons", true), option("opt-benchmark", "benchmark", true),
     option("opt-raw", "raw networks", false), option("opt-fmri", "cortex video", true)),
   el("label", { for: "submit-webhook", text: "Webhook URL" }), webhook,
-  el("p", {}, el("button", { id: "submit-button", class: "primary", type: "submit", text: "Scan ($2.50 on first fetch)" })));
+  el("p", {}, el("button", { id: "submit-button", class: "primary", type: "submit", text: "Scan ($2.50 on first fetch)" })),
+  el("p", { id: "plan-line", class: "muted" }));
   const pager = el("div", { class: "pager" });
   page("Scans", form, el("div", { class: "card" }, el("table", {},
     el("thead", {}, el("tr", {}, el("th", { text: "Scan" }), el("th", { text: "Status" }),
       el("th", { text: "Progress" }), el("th", { class: "optional", text: "Created" }), el("th", { text: "" }))),
     list), pager));
+
+  // Signed in: the scan counts against the plan, and the page says how much is left.
+  async function showPlan() {
+    await loadMe();
+    const org = currentOrg();
+    const button = document.getElementById("submit-button");
+    const line = document.getElementById("plan-line");
+    if (!org || !button || !line) return;
+    const { text, left } = planLine(org);
+    line.textContent = text;
+    button.textContent = "Scan (counts against your plan)";
+    button.disabled = left <= 0;
+  }
+  if (me) await showPlan();
 
   async function refresh() {
     const data = await guarded(() => api(`/scans?limit=${limit}&offset=${offset}`));
@@ -487,8 +611,9 @@ async function operators() {
 // ---------- routing ----------
 
 function chrome() {
-  const signedIn = Boolean(sessionStorage.getItem(KEY));
+  const signedIn = Boolean(sessionStorage.getItem(KEY)) || Boolean(me);
   document.getElementById("signout").hidden = !signedIn;
+  document.getElementById("nav-account").hidden = !me;
   document.getElementById("nav-operators").hidden = !sessionStorage.getItem(ADMIN);
   for (const a of document.querySelectorAll("nav a")) {
     const here = location.hash.startsWith(a.getAttribute("href").replace(/\/$/, ""));
@@ -500,11 +625,14 @@ async function route() {
   clearTimeout(timer);
   showError("");
   const hash = location.hash || "#/scans";
-  if (!sessionStorage.getItem(KEY) && hash !== "#/signin") { location.hash = "#/signin"; return; }
-  chrome();
+  if (!sessionStorage.getItem(KEY) && !me) await loadMe();
   const [, name, arg] = hash.split("/");
+  if (!sessionStorage.getItem(KEY) && !me && name !== "signin") { location.hash = "#/signin"; return; }
+  chrome();
   switch (name) {
-    case "signin": return signin();
+    case "signin": return signin(arg === "link-expired"
+      ? "That sign-in link has been used or has expired. Ask the operator for a new one, or sign in with your password." : "");
+    case "account": return account();
     case "scan": return scan(decodeURIComponent(arg || ""));
     case "compare": return compare();
     case "wallet": return wallet();
@@ -513,9 +641,12 @@ async function route() {
   }
 }
 
-document.getElementById("signout").addEventListener("click", () => {
+document.getElementById("signout").addEventListener("click", async () => {
+  if (me) await guarded(() => api("/sign-out", { method: "POST", session: true }));
+  me = null;
   sessionStorage.removeItem(KEY);
   sessionStorage.removeItem(ADMIN);
+  sessionStorage.removeItem(ORG);
   location.hash = "#/signin";
 });
 window.addEventListener("hashchange", route);

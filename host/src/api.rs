@@ -17,6 +17,7 @@ pub mod openapi;
 pub mod router;
 pub mod scans;
 pub mod server;
+pub mod session;
 pub mod views;
 pub mod wallet;
 

@@ -37,6 +37,8 @@ pub struct App {
     pub client_limiter: Option<governor::DefaultKeyedRateLimiter<std::net::IpAddr>>,
     /// Failed admin authentications per client address.
     pub admin_lockout: crate::lockout::Lockout,
+    /// Console sign-in's failure counts and password-hash slots.
+    pub signin: crate::people::SignInGuard,
     /// Submit-time probes in flight, in total and per organisation.
     pub probe_slots: Arc<crate::media::probe_slots::ProbeSlots>,
     /// Rendered bodies of completed, charged scans (`GET /scans/{id}`).
@@ -139,6 +141,7 @@ impl App {
             limiter,
             client_limiter,
             admin_lockout: crate::lockout::Lockout::default(),
+            signin: crate::people::SignInGuard::default(),
             probe_slots,
             artifact_slots,
             scratch,

@@ -25,7 +25,19 @@ const ID_LEN: usize = 12;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     pub org_id: String,
-    pub key_id: String,
+    pub via: Via,
+}
+
+/// How a caller proved who they are, which decides who pays for the scans they start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    /// An API key (`Authorization: Bearer`): scans are billed from the wallet.
+    ApiKey { key_id: String },
+    /// A signed-in person's console session: scans count against the organisation's plan.
+    Console {
+        person_id: String,
+        role: crate::people::Role,
+    },
 }
 
 /// A freshly generated key: the full secret (shown once) and the row to store.
@@ -34,7 +46,8 @@ pub struct NewKey {
     pub row: ApiKeyRow,
 }
 
-fn hash_hex(key: &str) -> String {
+/// Lower-case hex SHA-256: how keys, session tokens and sign-in links are stored.
+pub fn hash_hex(key: &str) -> String {
     let digest = Sha256::digest(key.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -50,6 +63,8 @@ pub fn generate(org_id: &str, now_ms: i64) -> NewKey {
             key_hash: hash_hex(&secret),
             created_at: now_ms,
             revoked_at: None,
+            name: None,
+            created_by: None,
         },
         secret,
     }
@@ -102,7 +117,7 @@ impl KeyResolver {
             (matches && row.revoked_at.is_none()).then(|| {
                 Arc::new(Caller {
                     org_id: row.org_id,
-                    key_id: row.id,
+                    via: Via::ApiKey { key_id: row.id },
                 })
             })
         });

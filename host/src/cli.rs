@@ -102,6 +102,57 @@ pub enum AdminCommand {
         #[command(subcommand)]
         command: WebhookCommand,
     },
+    /// People who sign in to the console, and their organisations.
+    Person {
+        #[command(subcommand)]
+        command: PersonCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PersonCommand {
+    /// Add a person to an organisation (creating their account if it is new), or change their
+    /// role there.
+    Add {
+        email: String,
+        /// Organisation id or name.
+        #[arg(long)]
+        org: String,
+        /// `owner` (manages the organisation's API keys) or `member`.
+        #[arg(long, default_value = "member")]
+        role: String,
+        /// Read a password for a new account from standard input (one line). Without it the
+        /// person signs in with links from `brainscan admin person link`.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Set a person's password from standard input (one line); ends their sessions.
+    Password { email: String },
+    /// Print a one-time sign-in link for a person.
+    Link {
+        email: String,
+        /// Minutes the link stays valid (1-1440).
+        #[arg(long, default_value_t = crate::people::LINK_TTL_MINUTES)]
+        minutes: i64,
+        /// The service's public base URL the link starts with.
+        #[arg(
+            long,
+            env = "BRAINSCAN_PUBLIC_URL",
+            default_value = "http://127.0.0.1:8080"
+        )]
+        base_url: String,
+    },
+    /// List an organisation's people and their roles.
+    List {
+        #[arg(long)]
+        org: String,
+    },
+    /// Remove a person from an organisation.
+    Remove {
+        email: String,
+        #[arg(long)]
+        org: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -119,8 +170,11 @@ pub enum OrgCommand {
     Create { name: String },
     /// List organisations.
     List,
-    /// Show an organisation (by id or name), its webhook secret and wallet.
+    /// Show an organisation (by id or name), its webhook secret, wallet and plan.
     Show { org: String },
+    /// Set an organisation's dashboard plan: free (1 console scan a month), pro (60) or
+    /// studio (150). API scans stay billed from the wallet.
+    Plan { org: String, plan: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -33,6 +33,7 @@ pub mod mcp;
 pub mod media;
 pub mod metrics;
 pub mod npy;
+pub mod people;
 pub mod pipeline;
 pub mod plugins;
 pub mod queue;

@@ -1,4 +1,6 @@
-//! Lockout after repeated failed authentication, per client address (the admin API).
+//! Lockout after repeated failed authentication: per client address for the admin API, and
+//! per address and per email for console sign-in (a guesser spread over many addresses still
+//! meets the per-email count).
 //!
 //! The admin token is at least 32 characters, beyond guessing; the lockout keeps a guesser
 //! from even trying at speed, and from filling the logs. After [`MAX_FAILURES`] failures
@@ -9,6 +11,7 @@
 //! from many addresses resets the table rather than growing it).
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -17,49 +20,57 @@ pub const MAX_FAILURES: u32 = 5;
 pub const WINDOW: Duration = Duration::from_secs(60);
 const MAX_TRACKED: usize = 10_000;
 
-/// Failures per address: (count, start of the window).
-#[derive(Debug, Default)]
-pub struct Lockout {
-    failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+/// Failures per key (a client address unless said otherwise): (count, start of the window).
+#[derive(Debug)]
+pub struct Lockout<K = IpAddr> {
+    failures: Mutex<HashMap<K, (u32, Instant)>>,
 }
 
-impl Lockout {
-    /// How long `ip` is still locked out, if it is.
-    pub fn locked_out(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
+impl<K> Default for Lockout<K> {
+    fn default() -> Self {
+        Self {
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Hash + Eq> Lockout<K> {
+    /// How long `key` is still locked out, if it is.
+    pub fn locked_out(&self, key: K, now: Instant) -> Option<Duration> {
         let map = self
             .failures
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (count, since) = *map.get(&ip)?;
+        let (count, since) = *map.get(&key)?;
         let left = WINDOW.checked_sub(now.saturating_duration_since(since))?;
         (count >= MAX_FAILURES && !left.is_zero()).then_some(left)
     }
 
-    /// Records a failed attempt from `ip`.
-    pub fn failed(&self, ip: IpAddr, now: Instant) {
+    /// Records a failed attempt by `key`.
+    pub fn failed(&self, key: K, now: Instant) {
         let mut map = self
             .failures
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if map.len() >= MAX_TRACKED && !map.contains_key(&ip) {
+        if map.len() >= MAX_TRACKED && !map.contains_key(&key) {
             map.retain(|_, (_, since)| now.saturating_duration_since(*since) < WINDOW);
             if map.len() >= MAX_TRACKED {
                 map.clear();
             }
         }
-        let entry = map.entry(ip).or_insert((0, now));
+        let entry = map.entry(key).or_insert((0, now));
         if now.saturating_duration_since(entry.1) >= WINDOW {
             *entry = (0, now);
         }
         entry.0 += 1;
     }
 
-    /// A successful attempt clears the address's failures.
-    pub fn succeeded(&self, ip: IpAddr) {
+    /// A successful attempt clears the key's failures.
+    pub fn succeeded(&self, key: K) {
         self.failures
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&ip);
+            .remove(&key);
     }
 }
 

@@ -6,6 +6,7 @@ pub mod db;
 pub mod jobs;
 pub mod memory;
 pub mod orgs;
+pub mod people;
 pub mod plugins;
 pub mod recall;
 pub mod scans;

@@ -588,3 +588,231 @@ async fn the_console_drives_the_whole_service_in_a_real_browser() {
     c.close().await.expect("close");
     drop(server);
 }
+
+/// Types `text` into the input with id `id`.
+async fn type_into(c: &Client, id: &str, text: &str) {
+    c.find(Locator::Id(id))
+        .await
+        .unwrap_or_else(|e| panic!("#{id}: {e}"))
+        .send_keys(text)
+        .await
+        .unwrap_or_else(|e| panic!("typing into #{id}: {e}"));
+}
+
+const ACCOUNT_LINK_SHOWN: &str = "!document.getElementById('nav-account').hidden";
+
+/// Loads the console afresh and opens the Account page.
+async fn open_account(c: &Client, base: &str) {
+    c.goto(&format!("{base}/console/#/scans"))
+        .await
+        .expect("goto");
+    until(c, "the account link", ACCOUNT_LINK_SHOWN).await;
+    click(c, "#nav-account").await;
+}
+
+/// Issue 44's browser scenario for people: an owner signs in with email and password, starts
+/// a scan that counts against the Free plan until the allowance runs out, is refused API keys
+/// on Free and, once the operator moves the organisation to Pro, creates one that is shown
+/// once and then works against the API with curl; signs out, and signs in again with a
+/// one-time link from the CLI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_signs_in_scans_on_the_plan_and_makes_a_key_in_a_real_browser() {
+    use crate::support::{admin, admin_with_stdin};
+    let dir = tempfile::tempdir().expect("tempdir");
+    admin(dir.path(), &["org", "create", "acme"]);
+    let password = "correct horse battery staple";
+    let added = admin_with_stdin(
+        dir.path(),
+        &[
+            "person",
+            "add",
+            "Ada@Example.com",
+            "--org",
+            "acme",
+            "--role",
+            "owner",
+            "--password-stdin",
+        ],
+        &format!("{password}\n"),
+    );
+    assert!(
+        added.contains("ada@example.com is an owner of acme"),
+        "{added}"
+    );
+    let media = media_server().await;
+    let server = serve_with_env(dir.path(), &[]);
+    let base = server.base.clone();
+    let wallet_before = admin(dir.path(), &["wallet", "show", "--org", "acme"]);
+
+    let (_driver, c) = browser().await;
+    c.goto(&format!("{base}/console")).await.expect("goto");
+    until(&c, "the sign-in form", "document.getElementById('email')").await;
+    type_into(&c, "email", "ada@example.com").await;
+    type_into(&c, "password", password).await;
+    click(&c, "#signin-email").await;
+    let line = until(
+        &c,
+        "the plan line",
+        "(document.getElementById('plan-line') || {}).textContent",
+    )
+    .await;
+    assert!(
+        line.as_str()
+            .is_some_and(|l| l.contains("Free plan: 0 of 1")),
+        "{line}"
+    );
+    let stored = c
+        .execute(
+            "return [sessionStorage.getItem('brainscan.key'), document.cookie]",
+            vec![],
+        )
+        .await
+        .expect("js");
+    assert_eq!(
+        stored,
+        json!([null, ""]),
+        "no key in storage, and the HttpOnly cookie is out of the page's reach"
+    );
+
+    // A scan from the console, counted against the plan.
+    type_into(&c, "submit-url", &media.url("/media/tone.wav")).await;
+    c.find(Locator::Css("#submit-type option[value='audio']"))
+        .await
+        .expect("audio option")
+        .click()
+        .await
+        .expect("choose audio");
+    click(&c, "#submit-button").await;
+    until(
+        &c,
+        "the scan to complete",
+        "document.querySelector('#scan-list .status-complete')",
+    )
+    .await;
+    let used = until(
+        &c,
+        "the allowance used up",
+        "document.getElementById('submit-button').disabled && document.getElementById('plan-line').textContent",
+    )
+    .await;
+    assert!(
+        used.as_str()
+            .is_some_and(|l| l.contains("all 1 console scan")),
+        "{used}"
+    );
+    shot(&c, "plan-used").await;
+    assert_eq!(
+        admin(dir.path(), &["wallet", "show", "--org", "acme"]),
+        wallet_before,
+        "a console scan never touches the wallet"
+    );
+
+    // Keys: refused on Free, with the reason on the page.
+    until(&c, "the account link", ACCOUNT_LINK_SHOWN).await;
+    click(&c, "#nav-account").await;
+    let why = until(
+        &c,
+        "the paid-plan note",
+        "(document.getElementById('keys-plan-needed') || {}).textContent",
+    )
+    .await;
+    assert!(
+        why.as_str().is_some_and(|w| w.contains("paid plan")),
+        "{why}"
+    );
+    assert!(c.find(Locator::Id("key-create")).await.is_err());
+
+    // The operator moves acme to Pro; the owner creates a key, shown once.
+    let moved = admin(dir.path(), &["org", "plan", "acme", "pro"]);
+    assert!(
+        moved.contains("pro plan: 60 console scans a month"),
+        "{moved}"
+    );
+    open_account(&c, &base).await;
+    until(&c, "the key form", "document.getElementById('key-create')").await;
+    type_into(&c, "key-name", "ci runner").await;
+    click(&c, "#key-create").await;
+    let secret = until(
+        &c,
+        "the new key",
+        "(document.getElementById('new-key-secret') || {}).textContent",
+    )
+    .await;
+    let secret = secret.as_str().expect("text").to_owned();
+    assert!(secret.starts_with("sk_live_"), "{secret}");
+    until(
+        &c,
+        "the key in the list",
+        "[...document.querySelectorAll('#key-list td')].some((td) => td.textContent === 'ci runner')",
+    )
+    .await;
+    shot(&c, "account-keys").await;
+    open_account(&c, &base).await;
+    until(
+        &c,
+        "the key list again",
+        "document.querySelector('#key-list tr')",
+    )
+    .await;
+    let again = c
+        .execute("return document.body.innerText", vec![])
+        .await
+        .expect("js");
+    assert!(
+        !again.as_str().unwrap_or_default().contains(&secret),
+        "the key is shown once"
+    );
+
+    // The new key works against the API, with curl.
+    let out = Command::new("curl")
+        .args(["-sS", "-H", &format!("Authorization: Bearer {secret}")])
+        .arg(format!("{base}/api/v1/wallet"))
+        .output()
+        .expect("curl (scripts/setup installs it)");
+    let wallet: Value = serde_json::from_slice(&out.stdout).expect("curl got JSON");
+    assert!(wallet["total_available_usd"].is_number(), "{wallet}");
+
+    // Sign out: the session is gone, and the console asks to sign in.
+    click(&c, "#signout").await;
+    until(
+        &c,
+        "the sign-in form",
+        "document.getElementById('signin-person')",
+    )
+    .await;
+    let me = c
+        .execute_async(
+            "const done = arguments[0]; fetch('/console/session/me').then((r) => done(r.status));",
+            vec![],
+        )
+        .await
+        .expect("js");
+    assert_eq!(me, json!(401));
+
+    // A one-time link from the CLI signs in again, once.
+    let link = admin(
+        dir.path(),
+        &["person", "link", "ada@example.com", "--base-url", &base],
+    );
+    let link = link.trim().to_owned();
+    assert!(
+        link.starts_with(&format!("{base}/console/session/link/")),
+        "{link}"
+    );
+    c.goto(&link).await.expect("goto link");
+    until(&c, "the scans page", "document.getElementById('plan-line')").await;
+    c.goto(&link).await.expect("goto link again");
+    let note = until(
+        &c,
+        "the used-link note",
+        "(document.getElementById('signin-note') || {}).textContent",
+    )
+    .await;
+    assert!(
+        note.as_str()
+            .is_some_and(|n| n.contains("used or has expired")),
+        "{note}"
+    );
+    c.close().await.expect("close");
+    drop(server);
+}

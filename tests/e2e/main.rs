@@ -19,6 +19,7 @@ mod local_analyze;
 mod mcp;
 mod openapi;
 mod pages;
+mod people;
 mod process;
 mod scans;
 mod shape;

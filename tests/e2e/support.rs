@@ -483,6 +483,12 @@ pub struct Org {
     pub secret: String,
 }
 
+/// How long a scan may stay queued or processing before a test calls it stuck. It detects a
+/// hang; it does not time the service. A fixture scan takes well under a second alone, but
+/// its first recall embedding loads multilingual-e5 (470 MB) while the other test thread
+/// runs real clips on the same 2 cores, and CI once saw that pass 30 s.
+pub const STUCK_AFTER: Duration = Duration::from_secs(180);
+
 pub fn config(dir: &Path) -> ServeConfig {
     let mut c = ServeConfig::with_data_dir(dir.to_path_buf());
     c.queue.workers = 2;
@@ -707,6 +713,38 @@ pub fn admin(dir: &Path, args: &[&str]) -> String {
         .env("BRAINSCAN_DATA_DIR", dir)
         .output()
         .expect("run admin");
+    assert!(
+        out.status.success(),
+        "admin {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf8")
+}
+
+/// `brainscan admin …` with `stdin` on standard input (a password), whatever its outcome.
+pub fn admin_output(dir: &Path, args: &[&str], stdin: &str) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = Command::new(BIN)
+        .arg("admin")
+        .args(args)
+        .env("BRAINSCAN_DATA_DIR", dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run admin");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("admin output")
+}
+
+/// As [`admin`], with `stdin` on standard input.
+pub fn admin_with_stdin(dir: &Path, args: &[&str], stdin: &str) -> String {
+    let out = admin_output(dir, args, stdin);
     assert!(
         out.status.success(),
         "admin {args:?}: {}",

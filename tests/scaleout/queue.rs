@@ -43,29 +43,6 @@ fn job(i: usize, kind: &str, run_after: i64) -> NewJob {
     }
 }
 
-macro_rules! on_both_engines {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let (db, _guard) = super::open_sqlite().await;
-                    super::$name(db).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let (db, _guard) = super::open_postgres().await;
-                    super::$name(db).await;
-                }
-            )*
-        }
-    };
-}
-
 on_both_engines!(
     concurrent_claimers_each_get_different_jobs,
     an_expired_lease_is_taken_over_and_the_old_owner_is_locked_out,

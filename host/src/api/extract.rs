@@ -16,10 +16,19 @@ use crate::auth::Caller;
 /// `unauthorized` with the same body, so the answer does not tell which.
 pub struct Authed(pub Arc<Caller>);
 
+/// A caller the console's session gate has already authenticated (`api::session::gate`). Only
+/// that middleware inserts it, and only on `/console/api/v1`: a request cannot carry
+/// extensions in from outside, so on `/api/v1` only a key authenticates.
+#[derive(Clone)]
+pub struct SessionCaller(pub Arc<Caller>);
+
 impl FromRequestParts<Arc<App>> for Authed {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, ApiError> {
+        if let Some(SessionCaller(caller)) = parts.extensions.get::<SessionCaller>() {
+            return Ok(Self(caller.clone()));
+        }
         let header = parts
             .headers
             .get(axum::http::header::AUTHORIZATION)

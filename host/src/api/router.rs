@@ -19,7 +19,7 @@ use tower_http::trace::TraceLayer;
 
 use super::{
     ApiError, admin, analyze, artifacts, compare, console, health, intelligence, lenses, openapi,
-    scans, wallet,
+    scans, session, wallet,
 };
 use crate::app::App;
 
@@ -203,7 +203,33 @@ pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
             .nest("/api/v1", api)
             .route("/console", get(console::index))
             .route("/console/", get(console::index))
-            .route("/console/{file}", get(console::asset));
+            .route("/console/{file}", get(console::asset))
+            // People in the console: sign-in, their organisations, keys in account settings.
+            .route("/console/session/sign-in", post(session::sign_in))
+            .route(
+                "/console/session/link/{token}",
+                get(session::sign_in_with_link),
+            )
+            .nest(
+                "/console/session",
+                Router::new()
+                    .route("/sign-out", post(session::sign_out))
+                    .route("/me", get(session::me))
+                    .route(
+                        "/orgs/{org}/keys",
+                        get(session::list_keys).post(session::create_key),
+                    )
+                    .route("/orgs/{org}/keys/{id}", delete(session::revoke_key))
+                    .layer(middleware::from_fn_with_state(
+                        app.clone(),
+                        session::csrf_guard,
+                    )),
+            )
+            // The public API's own handlers, authorised by a session instead of a key.
+            .nest(
+                "/console/api/v1",
+                api_routes().layer(middleware::from_fn_with_state(app.clone(), session::gate)),
+            );
         // The MCP tools call these same API routes in process (their own copy of the
         // routes, so the service does not hold a reference to itself).
         let rest = Router::new()

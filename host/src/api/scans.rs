@@ -16,6 +16,7 @@ use super::error::ErrorBody;
 use super::extract::{ApiBytes, ApiQuery, Authed, ScanIdPath};
 use super::views::{self, CreatedScan, ScanList, ScanView};
 use crate::app::App;
+use crate::auth::Via;
 use crate::billing;
 use crate::ids;
 use crate::jobs::{SCAN_JOB, ScanJob};
@@ -25,7 +26,7 @@ use crate::scan::{
     self, MAX_DURATION_SECS, PRICE_CENTS, RawInput, RequestError, ScanOptions, ScanRequest,
 };
 use crate::store::jobs::NewJob;
-use crate::store::scans::{CreateOutcome, IdempotencyClaim, NewScan};
+use crate::store::scans::{CreateOutcome, IdempotencyClaim, NewScan, ScanBilling};
 
 /// Body of `POST /scans`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -504,12 +505,42 @@ pub async fn create_scan(
     {
         return replay(&stored);
     }
-    // Net of what is already set aside for this organisation's unsettled scans, so a caller
-    // who cannot pay never makes the service fetch from a media host (the insert checks again,
-    // under the wallet lock).
-    let (wallet, reserved) = app.db.wallet_and_reserved(&caller.org_id).await?;
-    if !wallet.can_cover(&period, reserved, PRICE_CENTS) {
-        return Err(insufficient(wallet.available(&period), reserved));
+    // Who pays: an API key's scans come from the wallet; a signed-in person's console scans
+    // from the plan's monthly allowance, never the wallet.
+    let (billing, price_cents) = match &caller.via {
+        Via::ApiKey { .. } => (ScanBilling::Wallet, PRICE_CENTS),
+        Via::Console { person_id, .. } => {
+            let plan = app.db.org_plan(&caller.org_id).await?;
+            (
+                ScanBilling::Plan {
+                    person_id: person_id.clone(),
+                    allowance: plan.monthly_scans(),
+                    since_ms: crate::people::month_start_ms(now),
+                },
+                0,
+            )
+        }
+    };
+    match &billing {
+        // Net of what is already set aside for this organisation's unsettled scans, so a
+        // caller who cannot pay never makes the service fetch from a media host (the insert
+        // checks again, under the wallet lock).
+        ScanBilling::Wallet => {
+            let (wallet, reserved) = app.db.wallet_and_reserved(&caller.org_id).await?;
+            if !wallet.can_cover(&period, reserved, PRICE_CENTS) {
+                return Err(insufficient(wallet.available(&period), reserved));
+            }
+        }
+        ScanBilling::Plan {
+            allowance,
+            since_ms,
+            ..
+        } => {
+            let used = app.db.console_scans_used(&caller.org_id, *since_ms).await?;
+            if used >= *allowance {
+                return Err(allowance_used(used, *allowance));
+            }
+        }
     }
     // The failed-work budget: failed scans are free, so an organisation whose scans keep
     // failing (a host that drips, files that do not decode) waits before it queues more.
@@ -547,8 +578,9 @@ pub async fn create_scan(
         input_kind: request.input.kind.clone(),
         input_url: request.input.url.clone(),
         request_json: serde_json::to_string(&request).map_err(ApiError::internal)?,
-        price_cents: PRICE_CENTS,
+        price_cents,
         created_at: now_ms,
+        billing,
     };
     let job = NewJob {
         id: ids::new_job_id(),
@@ -578,7 +610,22 @@ pub async fn create_scan(
             available_cents,
             owed_cents,
         } => Err(insufficient(available_cents, owed_cents)),
+        CreateOutcome::AllowanceUsed { used, allowance } => Err(allowance_used(used, allowance)),
     }
+}
+
+/// 402 `plan_allowance_used`: a console scan past the plan's monthly allowance. Only the
+/// console's session routes can meet it; API clients never do.
+fn allowance_used(used: i64, allowance: i64) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYMENT_REQUIRED,
+        "plan_allowance_used",
+        format!(
+            "this organisation's plan includes {allowance} console scan{} a month and {used} {} been started this month; the allowance renews on the 1st (UTC). Scans started with an API key are billed from the wallet instead.",
+            if allowance == 1 { "" } else { "s" },
+            if used == 1 { "has" } else { "have" },
+        ),
+    )
 }
 
 fn replay(stored: &str) -> Result<Response, ApiError> {

@@ -81,6 +81,11 @@ pub(super) const SQLITE_MIGRATIONS: &[Migration] = &[
         "memory_rollup",
         include_str!("../../../migrations/sqlite/0007_memory_rollup.sql"),
     ),
+    (
+        8,
+        "people",
+        include_str!("../../../migrations/sqlite/0008_people.sql"),
+    ),
 ];
 
 const POSTGRES_MIGRATIONS: &[Migration] = &[
@@ -118,6 +123,11 @@ const POSTGRES_MIGRATIONS: &[Migration] = &[
         7,
         "memory_rollup",
         include_str!("../../../migrations/postgres/0007_memory_rollup.sql"),
+    ),
+    (
+        8,
+        "people",
+        include_str!("../../../migrations/postgres/0008_people.sql"),
     ),
 ];
 

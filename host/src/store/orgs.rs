@@ -19,6 +19,10 @@ pub struct ApiKeyRow {
     pub key_hash: String,
     pub created_at: i64,
     pub revoked_at: Option<i64>,
+    /// The label its owner gave it in the console (`None`: made with the CLI).
+    pub name: Option<String>,
+    /// The person who made it in the console (`None`: the CLI).
+    pub created_by: Option<String>,
 }
 
 fn org_from_row(row: &sqlx::any::AnyRow) -> StoreResult<Org> {
@@ -37,6 +41,8 @@ fn key_from_row(r: &sqlx::any::AnyRow) -> StoreResult<ApiKeyRow> {
         key_hash: r.try_get("key_hash")?,
         created_at: r.try_get("created_at")?,
         revoked_at: r.try_get("revoked_at")?,
+        name: r.try_get("name")?,
+        created_by: r.try_get("created_by")?,
     })
 }
 
@@ -97,12 +103,14 @@ impl Db {
 
     pub async fn insert_api_key(&self, key: &ApiKeyRow) -> StoreResult<()> {
         sqlx::query(
-            "INSERT INTO api_keys (id, org_id, key_hash, created_at, revoked_at) VALUES ($1, $2, $3, $4, NULL)",
+            "INSERT INTO api_keys (id, org_id, key_hash, created_at, revoked_at, name, created_by) VALUES ($1, $2, $3, $4, NULL, $5, $6)",
         )
         .bind(&key.id)
         .bind(&key.org_id)
         .bind(&key.key_hash)
         .bind(key.created_at)
+        .bind(&key.name)
+        .bind(&key.created_by)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -111,7 +119,7 @@ impl Db {
     /// Looks a key up by its public prefix (its id).
     pub async fn api_key_by_id(&self, id: &str) -> StoreResult<Option<ApiKeyRow>> {
         let row = sqlx::query(
-            "SELECT id, org_id, key_hash, created_at, revoked_at FROM api_keys WHERE id = $1",
+            "SELECT id, org_id, key_hash, created_at, revoked_at, name, created_by FROM api_keys WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(&self.pool)
@@ -121,7 +129,7 @@ impl Db {
 
     pub async fn list_api_keys(&self, org_id: &str) -> StoreResult<Vec<ApiKeyRow>> {
         let rows = sqlx::query(
-            "SELECT id, org_id, key_hash, created_at, revoked_at FROM api_keys WHERE org_id = $1 ORDER BY created_at",
+            "SELECT id, org_id, key_hash, created_at, revoked_at, name, created_by FROM api_keys WHERE org_id = $1 ORDER BY created_at",
         )
         .bind(org_id)
         .fetch_all(&self.pool)
@@ -129,14 +137,28 @@ impl Db {
         rows.iter().map(key_from_row).collect()
     }
 
-    /// Revokes a key. Idempotent; `NotFound` when no such key exists.
+    /// Revokes one of an organisation's keys (the console). Idempotent; `NotFound` when the
+    /// organisation has no such key, whoever else might.
+    pub async fn revoke_org_api_key(&self, org_id: &str, id: &str, now_ms: i64) -> StoreResult<()> {
+        self.revoke(id, Some(org_id), now_ms).await
+    }
+
+    /// Revokes a key (the operator's CLI). Idempotent; `NotFound` when no such key exists.
     pub async fn revoke_api_key(&self, id: &str, now_ms: i64) -> StoreResult<()> {
-        let done =
-            sqlx::query("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1")
-                .bind(id)
-                .bind(now_ms)
-                .execute(&self.pool)
-                .await?;
+        self.revoke(id, None, now_ms).await
+    }
+
+    async fn revoke(&self, id: &str, org_id: Option<&str>, now_ms: i64) -> StoreResult<()> {
+        // `org_id = COALESCE($3, org_id)`: a NULL organisation matches any (CAST: PostgreSQL
+        // must know the parameter's type).
+        let done = sqlx::query(
+            "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 AND org_id = COALESCE(CAST($3 AS TEXT), org_id)",
+        )
+        .bind(id)
+        .bind(now_ms)
+        .bind(org_id)
+        .execute(&self.pool)
+        .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }

@@ -69,6 +69,23 @@ pub struct NewScan {
     pub request_json: String,
     pub price_cents: i64,
     pub created_at: i64,
+    pub billing: ScanBilling,
+}
+
+/// Who pays for a scan.
+#[derive(Debug, Clone)]
+pub enum ScanBilling {
+    /// An API scan: the wallet must cover `price_cents`, charged when the result first leaves.
+    Wallet,
+    /// A scan a signed-in person started in the console: one of the plan's monthly scans,
+    /// never charged to the wallet (`price_cents` is 0).
+    Plan {
+        person_id: String,
+        /// Scans a month on the organisation's plan.
+        allowance: i64,
+        /// The first millisecond of the month the allowance counts over.
+        since_ms: i64,
+    },
 }
 
 /// An `Idempotency-Key` to record with the scan.
@@ -89,6 +106,11 @@ pub enum CreateOutcome {
     InsufficientFunds {
         available_cents: i64,
         owed_cents: i64,
+    },
+    /// A console scan past the plan's monthly allowance.
+    AllowanceUsed {
+        used: i64,
+        allowance: i64,
     },
 }
 
@@ -178,16 +200,38 @@ impl Db {
             }
         }
 
-        let owed = owed_cents(&mut tx, &scan.org_id).await?;
-        if !wallet.can_cover(period, owed, scan.price_cents) {
-            return Ok(CreateOutcome::InsufficientFunds {
-                available_cents: wallet.available(period),
-                owed_cents: owed,
-            });
-        }
+        // Both checks run under the wallet lock, so racing submissions cannot overspend the
+        // wallet or the plan.
+        let (source, person_id) = match &scan.billing {
+            ScanBilling::Wallet => {
+                let owed = owed_cents(&mut tx, &scan.org_id).await?;
+                if !wallet.can_cover(period, owed, scan.price_cents) {
+                    return Ok(CreateOutcome::InsufficientFunds {
+                        available_cents: wallet.available(period),
+                        owed_cents: owed,
+                    });
+                }
+                ("api", None)
+            }
+            ScanBilling::Plan {
+                person_id,
+                allowance,
+                since_ms,
+            } => {
+                let used =
+                    super::people::console_scans_used(&mut *tx, &scan.org_id, *since_ms).await?;
+                if used >= *allowance {
+                    return Ok(CreateOutcome::AllowanceUsed {
+                        used,
+                        allowance: *allowance,
+                    });
+                }
+                ("console", Some(person_id.as_str()))
+            }
+        };
 
         sqlx::query(
-            "INSERT INTO scans (id, org_id, status, stage, progress, model, input_kind, input_url, request_json, price_cents, created_at, updated_at) VALUES ($1, $2, 'queued', 'queued', 0, $3, $4, $5, $6, $7, $8, $8)",
+            "INSERT INTO scans (id, org_id, status, stage, progress, model, input_kind, input_url, request_json, price_cents, created_at, updated_at, source, person_id) VALUES ($1, $2, 'queued', 'queued', 0, $3, $4, $5, $6, $7, $8, $8, $9, $10)",
         )
         .bind(&scan.id)
         .bind(&scan.org_id)
@@ -197,6 +241,8 @@ impl Db {
         .bind(&scan.request_json)
         .bind(scan.price_cents)
         .bind(scan.created_at)
+        .bind(source)
+        .bind(person_id)
         .execute(&mut *tx)
         .await?;
         super::jobs::insert_job(self.backend, &mut tx, job).await?;

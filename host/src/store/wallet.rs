@@ -106,26 +106,11 @@ impl Db {
         let result_json: Option<String> = row.try_get("result_json")?;
         let created_at: i64 = row.try_get("created_at")?;
 
-        let wallet = lock_wallet(&mut tx, org_id).await?;
-        let (next, free_part, deposit_part) = wallet.charge(period, price);
-        sqlx::query("UPDATE wallets SET deposit_cents = $2, free_period = $3, free_used_cents = $4 WHERE org_id = $1")
-            .bind(org_id)
-            .bind(next.deposit_cents)
-            .bind(&next.free_period)
-            .bind(next.free_used_cents)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO ledger (id, org_id, scan_id, kind, free_cents, deposit_cents, note, created_at) VALUES ($1, $2, $3, 'scan_charge', $4, $5, NULL, $6)",
-        )
-        .bind(ids::new_ledger_id())
-        .bind(org_id)
-        .bind(scan_id)
-        .bind(-free_part)
-        .bind(-deposit_part)
-        .bind(now_ms)
-        .execute(&mut *tx)
-        .await?;
+        // A console scan (price 0, the plan's) is settled into memory like any other and
+        // leaves the wallet and the ledger untouched.
+        if price > 0 {
+            charge_wallet(&mut tx, org_id, scan_id, period, price, now_ms).await?;
+        }
         if let Some(result_json) = result_json {
             sqlx::query("INSERT INTO memory_scans (scan_id, org_id, result_json, created_at) VALUES ($1, $2, $3, $4)")
                 .bind(scan_id)
@@ -140,7 +125,6 @@ impl Db {
         tx.commit().await?;
         Ok(true)
     }
-
     /// Number of scan charges recorded for a scan (0 or 1); used by tests and audits.
     pub async fn charge_count(&self, scan_id: &str) -> StoreResult<i64> {
         let row = sqlx::query(
@@ -151,4 +135,37 @@ impl Db {
         .await?;
         Ok(row.try_get("n")?)
     }
+}
+
+/// Takes a settled API scan's price from the wallet (free credit first) and records it in the
+/// ledger, under the wallet lock.
+async fn charge_wallet(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    org_id: &str,
+    scan_id: &str,
+    period: &str,
+    price: i64,
+    now_ms: i64,
+) -> StoreResult<()> {
+    let wallet = lock_wallet(tx, org_id).await?;
+    let (next, free_part, deposit_part) = wallet.charge(period, price);
+    sqlx::query("UPDATE wallets SET deposit_cents = $2, free_period = $3, free_used_cents = $4 WHERE org_id = $1")
+        .bind(org_id)
+        .bind(next.deposit_cents)
+        .bind(&next.free_period)
+        .bind(next.free_used_cents)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO ledger (id, org_id, scan_id, kind, free_cents, deposit_cents, note, created_at) VALUES ($1, $2, $3, 'scan_charge', $4, $5, NULL, $6)",
+    )
+    .bind(ids::new_ledger_id())
+    .bind(org_id)
+    .bind(scan_id)
+    .bind(-free_part)
+    .bind(-deposit_part)
+    .bind(now_ms)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
