@@ -13,11 +13,15 @@ fn model() -> SurprisalModel {
 /// every tensor dequantised by the `gguf` package, float32 throughout) for three texts: two
 /// sentences, a line with digits, accents, a dash and Japanese, and the first 600 words of
 /// Alice (623 tokens, two overlapping windows). The ids must be identical. Per word, the bits
-/// must agree to within 0.25 on average and 1.5 at worst, and the series must correlate above
-/// 0.999 (measured: mean 0.05 / 0.18 / 0.10 bits, worst 0.97, r 0.9994 or closer). candle
-/// re-quantises the activations to 8 bits at every matrix product and holds the 4-bit weights
-/// at 8 bits (`lm::llama`), which the float32 reference does not, and a word's bits sum several
-/// tokens' rounding: the Japanese and digit words of the second text differ most.
+/// must agree to within 0.4 on average and 2 at worst, and the series must correlate above
+/// 0.995. candle re-quantises the activations to 8 bits at every matrix product and holds the
+/// 4-bit weights at 8 bits (`lm::llama`), which the float32 reference does not, and a word's
+/// bits sum several tokens' rounding: the Japanese and digit words of the second text differ
+/// most. How much that rounding moves depends on the CPU's SIMD path. Measured on an AVX2
+/// machine: mean 0.05 / 0.18 / 0.10 bits, worst 0.97, r 0.9994 or closer; on an AVX-512 one
+/// (AMD EPYC, 2026-11-27): mean 0.145 / 0.292 / 0.136, worst 1.29, r 0.9982 / 0.9989 /
+/// 0.9989, which the first bounds (0.25, 1.5, 0.999) failed. The bounds sit above both
+/// machines; a wrong tokenizer, layer or window is off by bits per word and r far below them.
 #[test]
 fn word_surprisal_matches_the_reference_forward_pass() {
     #[derive(serde::Deserialize)]
@@ -54,16 +58,16 @@ fn word_surprisal_matches_the_reference_forward_pass() {
             ids.len()
         );
         assert!(
-            mean < 0.25,
+            mean < 0.4,
             "{} words: mean difference {mean} bits",
             words.len()
         );
         assert!(
-            worst < 1.5,
+            worst < 2.0,
             "{} words: a word differs by {worst} bits",
             words.len()
         );
-        assert!(r_ab > 0.999, "{} words: r {r_ab}", words.len());
+        assert!(r_ab > 0.995, "{} words: r {r_ab}", words.len());
     }
 }
 
