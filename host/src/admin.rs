@@ -135,9 +135,10 @@ async fn person_command(
                 now + minutes * 60_000,
             )
             .await?;
-            let link = base
-                .join(&format!("console/session/link/{token}"))
+            let mut link = base
+                .join("console/session/link")
                 .map_err(|e| anyhow::anyhow!("building the link: {e}"))?;
+            link.set_query(Some(&format!("token={token}")));
             println!("{link}");
             eprintln!(
                 "a one-time sign-in link for {}, valid for {minutes} minutes. Send it to them privately.",

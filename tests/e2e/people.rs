@@ -504,7 +504,7 @@ async fn a_sign_in_link_works_once() {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client");
-    let link = format!("{}/console/session/link/{token}", t.base);
+    let link = format!("{}/console/session/link?token={token}", t.base);
     let r = browser.get(&link).send().await.expect("send");
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(r.headers()["location"], "/console/#/scans");

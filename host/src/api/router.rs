@@ -206,10 +206,7 @@ pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
             .route("/console/{file}", get(console::asset))
             // People in the console: sign-in, their organisations, keys in account settings.
             .route("/console/session/sign-in", post(session::sign_in))
-            .route(
-                "/console/session/link/{token}",
-                get(session::sign_in_with_link),
-            )
+            .route("/console/session/link", get(session::sign_in_with_link))
             .nest(
                 "/console/session",
                 Router::new()

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
 use super::ApiError;
-use super::extract::{ApiJson, SessionCaller};
+use super::extract::{ApiJson, ApiQuery, SessionCaller};
 use crate::app::App;
 use crate::auth::{self, Caller, Via, hash_hex};
 use crate::clock::iso8601;
@@ -385,13 +385,13 @@ pub async fn sign_in(
     Ok(([(header::SET_COOKIE, cookie)], Json(me)).into_response())
 }
 
-/// `GET /console/session/link/{token}`: a one-time sign-in link from
+/// `GET /console/session/link?token=…`: a one-time sign-in link from
 /// `brainscan admin person link`. It signs in and sends the browser to the console; a used,
 /// expired or unknown link goes to the sign-in page with a note. Failures count against the
 /// address as wrong passwords do.
 pub async fn sign_in_with_link(
     State(app): State<Arc<App>>,
-    Path(token): Path<String>,
+    ApiQuery(link): ApiQuery<LinkQuery>,
     ClientAddress(address): ClientAddress,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -399,6 +399,8 @@ pub async fn sign_in_with_link(
     if let Some(wait) = app.signin.by_address.locked_out(address, now) {
         return Err(locked_out(wait));
     }
+    // In the query, not the path: request logs record paths, and this is a credential.
+    let token = link.token.unwrap_or_default();
     let well_formed = token.len() == 40 && token.bytes().all(|b| b.is_ascii_alphanumeric());
     let person_id = if well_formed {
         app.db
@@ -418,6 +420,11 @@ pub async fn sign_in_with_link(
     let (cookie, _) = start_session(&app, &headers, &person).await?;
     tracing::info!(person.id = %person.id, "console sign-in by link");
     Ok(see_other("/console/#/scans", Some(cookie)))
+}
+
+#[derive(Deserialize)]
+pub struct LinkQuery {
+    token: Option<String>,
 }
 
 fn see_other(to: &'static str, cookie: Option<HeaderValue>) -> Response {
