@@ -24,6 +24,7 @@
 pub mod ct2;
 pub mod decoder;
 pub mod subtitles;
+pub mod text_language;
 pub mod vad;
 pub mod whisper;
 
@@ -105,9 +106,9 @@ pub struct Language {
     /// Whisper's language code (`en`, `ja`, …).
     pub code: String,
     /// Its probability among the languages the identifier knows, on the first window of
-    /// detected speech.
+    /// detected speech (Whisper); for subtitles, whatlang's confidence in the text's language.
     pub probability: f32,
-    /// The model that transcribed it.
+    /// The model that transcribed it, or [`text_language::SUBTITLES`].
     pub transcribed_by: String,
 }
 
@@ -133,7 +134,8 @@ impl Language {
 /// The sentence model that reads the meaning of a transcript for the semantic features.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MeaningReader {
-    /// all-MiniLM-L6-v2, the model's own: English speech, and subtitles taken as written.
+    /// all-MiniLM-L6-v2, the model's own: English words, and subtitles whose language is not
+    /// identified, taken as written.
     English,
     /// multilingual-e5-small on axes anchored in five languages (`inference::multilingual`).
     Multilingual,
@@ -206,32 +208,11 @@ impl Speech {
             "model": self.model_id(),
         });
         if let Some(l) = language {
-            out["language"] = l.code.clone().into();
-            out["language_probability"] =
-                serde_json::json!((f64::from(l.probability) * 1000.0).round() / 1000.0);
-            out["transcribed_by"] = l.transcribed_by.clone().into();
-            let reader = l.meaning_reader();
-            out["meaning_read"] = (reader != MeaningReader::None).into();
-            match reader {
-                MeaningReader::English => {
-                    out["meaning_read_by"] = crate::embed::MODEL_ID.into();
-                }
-                MeaningReader::Multilingual => {
-                    out["meaning_read_by"] = crate::embed::e5::MODEL_ID.into();
-                    out["note"] = format!(
-                        "The speech is transcribed in the language heard ({}). Its meaning is read by a multilingual sentence model (multilingual-e5-small) on semantic axes anchored in English, French, German, Spanish and Japanese, put on the English model's scale by construction.",
-                        l.code
-                    )
-                    .into();
-                }
-                MeaningReader::None => {
-                    out["note"] = format!(
-                        "The speech is transcribed in the language heard ({}). Its meaning is not read: neither sentence model was trained on this language, so the lenses follow the voice, not what it says.",
-                        l.code
-                    )
-                    .into();
-                }
-            }
+            describe_language(
+                &mut out,
+                l,
+                "The speech is transcribed in the language heard",
+            );
         }
         out
     }
@@ -313,6 +294,57 @@ impl Speech {
     }
 }
 
+/// The language, how sure its identification is, what produced the lines, and which sentence
+/// model reads their meaning, into a provenance object. `origin` starts the note's sentence.
+fn describe_language(out: &mut serde_json::Value, l: &Language, origin: &str) {
+    out["language"] = l.code.clone().into();
+    out["language_probability"] =
+        serde_json::json!((f64::from(l.probability) * 1000.0).round() / 1000.0);
+    out["transcribed_by"] = l.transcribed_by.clone().into();
+    let reader = l.meaning_reader();
+    out["meaning_read"] = (reader != MeaningReader::None).into();
+    match reader {
+        MeaningReader::English => {
+            out["meaning_read_by"] = crate::embed::MODEL_ID.into();
+        }
+        MeaningReader::Multilingual => {
+            out["meaning_read_by"] = crate::embed::e5::MODEL_ID.into();
+            out["note"] = format!(
+                "{origin} ({}). Its meaning is read by a multilingual sentence model (multilingual-e5-small) on semantic axes anchored in English, French, German, Spanish and Japanese, put on the English model's scale by construction.",
+                l.code
+            )
+            .into();
+        }
+        MeaningReader::None => {
+            out["note"] = format!(
+                "{origin} ({}). Its meaning is not read: neither sentence model was trained on this language, so the lenses follow the voice, not what it says.",
+                l.code
+            )
+            .into();
+        }
+    }
+}
+
+/// Subtitle lines, the language their text is in (when identified) and their provenance.
+fn subtitled(
+    lines: Vec<TranscriptLine>,
+) -> (Vec<TranscriptLine>, Option<Language>, serde_json::Value) {
+    let language = text_language::identify(&lines);
+    let mut source = serde_json::json!({"source": Source::Subtitles.as_str()});
+    match &language {
+        Some(l) => describe_language(
+            &mut source,
+            l,
+            "The subtitles are written in a language identified from their text",
+        ),
+        None => {
+            source["meaning_read_by"] = crate::embed::MODEL_ID.into();
+            source["note"] = "The subtitles' language could not be identified from their text (too little of it); they are read as written by the English sentence model.".into();
+        }
+    }
+    (lines, language, source)
+}
+
 /// The clip's transcript and a provenance note of where it came from: a text subtitle stream
 /// when the media has one, else Whisper on the audio (at most [`MAX_SECONDS`]); no audio, no
 /// transcript.
@@ -329,10 +361,8 @@ pub async fn transcript_of(
     use crate::media::decode::{self, DecodeSpec};
     let max_secs = duration_sec.min(MAX_SECONDS as f64);
     if let Some(lines) = subtitle_lines(media, probe, max_secs).await {
-        return Ok((
-            lines,
-            serde_json::json!({"source": Source::Subtitles.as_str()}),
-        ));
+        let (lines, _, source) = subtitled(lines);
+        return Ok((lines, source));
     }
     if !probe.has_audio {
         return Ok((Vec::new(), serde_json::json!({"source": "none"})));
@@ -386,15 +416,16 @@ pub struct Heard {
     pub confidence: Vec<f32>,
     /// Where the lines came from, for provenance (as [`transcript_of`] reports it).
     pub source: serde_json::Value,
-    /// The language the speech was heard in, when Whisper transcribed it (`None` for
-    /// subtitles, and without speech).
+    /// The language the speech was heard in (Whisper), or subtitles are written in (their
+    /// text, [`text_language`]); `None` without words, or for subtitles whose language the
+    /// text does not tell.
     pub language: Option<Language>,
 }
 
 impl Heard {
-    /// Which sentence model reads the lines' meaning: the English model for subtitles (taken
-    /// as written) and English speech, the multilingual one for speech in a language it was
-    /// trained on, none otherwise.
+    /// Which sentence model reads the lines' meaning: the English model for English speech or
+    /// subtitles (and subtitles of an unidentified language, taken as written), the
+    /// multilingual one for words in a language it was trained on, none otherwise.
     #[must_use]
     pub fn meaning_reader(&self) -> MeaningReader {
         self.language
@@ -422,13 +453,16 @@ pub async fn hear(
     let subtitles = subtitle_lines(media, probe, max_secs).await;
     if !probe.has_audio {
         return Ok(match subtitles {
-            Some(lines) => Heard {
-                regions: Vec::new(),
-                confidence: vec![1.0; lines.len()],
-                lines,
-                source: serde_json::json!({"source": Source::Subtitles.as_str()}),
-                language: None,
-            },
+            Some(lines) => {
+                let (lines, language, source) = subtitled(lines);
+                Heard {
+                    regions: Vec::new(),
+                    confidence: vec![1.0; lines.len()],
+                    lines,
+                    source,
+                    language,
+                }
+            }
             None => Heard {
                 source: serde_json::json!({"source": "none"}),
                 ..Heard::default()
@@ -450,11 +484,14 @@ pub async fn hear(
             .speech_regions(&pcm)
             .map_err(|e| format!("voice activity: {e:#}"))?;
         let (scored, source, language) = match subtitles {
-            Some(lines) => (
-                lines.into_iter().map(|l| (l, 1.0)).collect(),
-                serde_json::json!({"source": Source::Subtitles.as_str()}),
-                None,
-            ),
+            Some(lines) => {
+                let (lines, language, source) = subtitled(lines);
+                (
+                    lines.into_iter().map(|l| (l, 1.0)).collect(),
+                    source,
+                    language,
+                )
+            }
             None => {
                 let (scored, language) = speech
                     .transcribe_scored(&pcm, &regions)

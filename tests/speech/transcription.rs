@@ -189,8 +189,16 @@ async fn embedded_subtitles_are_used_instead_of_speech() {
         .arg(&srt)
         .args(["-c:a", "aac", "-c:s", "mov_text"])
         .arg(&clip));
-    let (lines, source) = transcript(&clip).await;
-    assert_eq!(source, "subtitles");
+    let (lines, source) = transcript_with_provenance(&clip).await;
+    assert_eq!(source["source"], "subtitles");
+    // English lines are read by the English model, whether their language is named ("en")
+    // or, for this little text, not identified and taken as written.
+    assert_eq!(
+        source["meaning_read_by"],
+        brainscan::embed::MODEL_ID,
+        "{source}"
+    );
+    assert!(source.get("language").is_none_or(|l| l == "en"), "{source}");
     let got: Vec<(f32, f32, &str)> = lines
         .iter()
         .map(|l| (l.start_sec, l.end_sec, l.text.as_str()))
@@ -201,6 +209,47 @@ async fn embedded_subtitles_are_used_instead_of_speech() {
             (0.5, 2.0, "Welcome to the launch."),
             (3.0, 4.5, "Buy it today.")
         ]
+    );
+}
+
+/// Subtitles in French are read as French: their language is identified from the text, and
+/// their meaning is read by the multilingual model, not by the English one.
+#[tokio::test]
+async fn subtitles_in_another_language_are_read_in_that_language() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let srt = dir.path().join("subs.srt");
+    std::fs::write(
+        &srt,
+        "1\n00:00:00,500 --> 00:00:02,500\nDépêchez-vous, cette offre se termine ce soir.\n\n\
+         2\n00:00:03,000 --> 00:00:05,500\nPlus que trois en stock : appelez maintenant et payez moitié prix.\n",
+    )
+    .expect("srt");
+    let clip = dir.path().join("sous-titres.mp4");
+    run(Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=frequency=440:duration=6",
+            "-i",
+        ])
+        .arg(&srt)
+        .args(["-c:a", "aac", "-c:s", "mov_text"])
+        .arg(&clip));
+    let (lines, source) = transcript_with_provenance(&clip).await;
+    assert_eq!(lines.len(), 2);
+    assert_eq!(source["source"], "subtitles");
+    assert_eq!(source["language"], "fr", "{source}");
+    assert_eq!(
+        source["meaning_read_by"],
+        brainscan::embed::e5::MODEL_ID,
+        "{source}"
+    );
+    assert_eq!(
+        source["transcribed_by"],
+        brainscan::speech::text_language::SUBTITLES
     );
 }
 
