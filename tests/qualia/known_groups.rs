@@ -13,10 +13,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rand::{Rng, SeedableRng};
-
 use crate::support::{
-    H264, STILL, analyse, builtin, ffmpeg, lens_series, pattern_clip, real_media, voiced,
+    ATTENTION, H264, MANIPULATION, MEMORY, PURCHASE_INTENT, STILL, analyse,
+    bootstrap_mean_interval, builtin, default_lens_means, ffmpeg, lens_series, pattern_clip,
+    real_media, voiced,
 };
 
 /// The plan's groups. `CallToAction` is [`Group::Facts`] with one sentence added; the plan's
@@ -38,21 +38,21 @@ const GROUPS: [Group; 5] = [
     Group::CallToAction,
 ];
 
-const HARD_SELL: [&str; 4] = [
+pub const HARD_SELL: [&str; 4] = [
     "Hurry, this offer ends tonight. Only three left in stock. Call now and get half price. Do not miss out.",
     "Everyone is switching, and you will be left behind. Doctors recommend it. Order yours today before it is gone.",
     "Last chance. Prices go up at midnight. Thousands of happy customers cannot be wrong. Buy now.",
     "Act fast. This deal will never come back. Join millions who already said yes. Click the button right now.",
 ];
 
-const FACTS: [&str; 4] = [
+pub const FACTS: [&str; 4] = [
     "The blender has a one thousand watt motor and a two litre glass jug. It weighs four kilograms and has five speed settings.",
     "This kettle boils one litre in about three minutes. It uses two thousand two hundred watts and switches off when the water boils. It is not suitable for induction hobs.",
     "The laptop has sixteen gigabytes of memory and a fourteen inch screen. Its battery lasts about nine hours in our tests, two hours less than the previous model.",
     "These running shoes weigh two hundred and forty grams. The sole is rubber with a foam midsole. Sizes run small, so consider one size up.",
 ];
 
-const NEUTRAL: [&str; 4] = [
+pub const NEUTRAL: [&str; 4] = [
     "The river runs north through the valley and joins the sea near the old harbour. In winter the water is higher.",
     "The office is on the third floor. The meeting room is at the end of the corridor, next to the kitchen.",
     "The train leaves the station at nine and reaches the coast by noon. The line was built a century ago.",
@@ -148,34 +148,16 @@ async fn score(path: &Path) -> ([f64; 4], Vec<f64>, usize) {
         .await
         .expect("manipulation block");
     let tactics = block.tactics.len();
-    let lens = |name: &str| -> Vec<f64> {
-        series
-            .iter()
-            .find(|s| s.lens == name)
-            .unwrap_or_else(|| panic!("the lens plugin reports {name}"))
-            .seconds
-            .iter()
-            .map(|s| f64::from(s.score))
-            .collect()
-    };
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let manipulation = lens("manipulation");
-    (
-        [
-            mean(&lens("attention")),
-            mean(&lens("memory")),
-            mean(&lens("purchase_intent")),
-            mean(&manipulation),
-        ],
-        manipulation,
-        tactics,
-    )
+    let manipulation: Vec<f64> = series
+        .iter()
+        .find(|s| s.lens == "manipulation")
+        .expect("the lens plugin reports manipulation")
+        .seconds
+        .iter()
+        .map(|s| f64::from(s.score))
+        .collect();
+    (default_lens_means(&series), manipulation, tactics)
 }
-
-const ATTENTION: usize = 0;
-const MEMORY: usize = 1;
-const PURCHASE_INTENT: usize = 2;
-const MANIPULATION: usize = 3;
 
 /// A row of the plan: its matched-pair differences, their mean, the bootstrap interval and how
 /// many pairs are in order.
@@ -201,18 +183,7 @@ impl Row {
     /// The 95 % percentile interval of the mean difference over 2000 bootstrap resamples of
     /// the matched pairs (the plan's seed).
     fn interval(&self) -> (f64, f64) {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(20_261_126);
-        let n = self.differences.len();
-        let mut means: Vec<f64> = (0..2000)
-            .map(|_| {
-                (0..n)
-                    .map(|_| self.differences[rng.random_range(0..n)])
-                    .sum::<f64>()
-                    / n as f64
-            })
-            .collect();
-        means.sort_by(f64::total_cmp);
-        (means[49], means[1949])
+        bootstrap_mean_interval(&self.differences, 20_261_126)
     }
 }
 

@@ -9,6 +9,7 @@ mod cortex_video;
 mod faces;
 mod grounding;
 mod known_groups;
+mod languages;
 mod lenses;
 mod motion_energy;
 mod parity;

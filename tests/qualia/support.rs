@@ -323,3 +323,39 @@ pub fn builtin(
         .expect("built-in plugin");
     std::sync::Arc::new(runtime.load(bytes, "builtin").expect("load"))
 }
+
+/// The built-in lens plugin's clip means of the four default lenses, in this order.
+pub const DEFAULT_LENSES: [&str; 4] = ["attention", "memory", "purchase_intent", "manipulation"];
+pub const ATTENTION: usize = 0;
+pub const MEMORY: usize = 1;
+pub const PURCHASE_INTENT: usize = 2;
+pub const MANIPULATION: usize = 3;
+
+/// The clip mean of each of [`DEFAULT_LENSES`] in `series` (the lens plugin's per-second
+/// scores).
+pub fn default_lens_means(series: &[brainscan::plugins::bindings::wit::LensSeries]) -> [f64; 4] {
+    DEFAULT_LENSES.map(|name| {
+        let scores: Vec<f64> = series
+            .iter()
+            .find(|s| s.lens == name)
+            .unwrap_or_else(|| panic!("the lens plugin reports {name}"))
+            .seconds
+            .iter()
+            .map(|s| f64::from(s.score))
+            .collect();
+        mean(&scores)
+    })
+}
+
+/// The 95 % percentile interval of the mean of `values` over 2000 bootstrap resamples drawn
+/// with `seed` (a battery's registered seed).
+pub fn bootstrap_mean_interval(values: &[f64], seed: u64) -> (f64, f64) {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let n = values.len();
+    let mut means: Vec<f64> = (0..2000)
+        .map(|_| (0..n).map(|_| values[rng.random_range(0..n)]).sum::<f64>() / n as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    (means[49], means[1949])
+}
