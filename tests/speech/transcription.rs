@@ -170,25 +170,29 @@ async fn speech_longer_than_a_window_is_transcribed_across_windows() {
     assert!(lines.last().is_some_and(|l| l.end_sec > 40.0), "{lines:?}");
 }
 
+/// A tone of `seconds` seconds with `srt` muxed in as a mov_text subtitle stream.
+fn subtitled_tone(dir: &std::path::Path, srt: &str, seconds: u32) -> std::path::PathBuf {
+    let path = dir.join("subs.srt");
+    std::fs::write(&path, srt).expect("srt");
+    let clip = dir.join("subtitled.mp4");
+    run(Command::new("ffmpeg")
+        .args(["-v", "error", "-f", "lavfi", "-i"])
+        .arg(format!("sine=frequency=440:duration={seconds}"))
+        .arg("-i")
+        .arg(&path)
+        .args(["-c:a", "aac", "-c:s", "mov_text"])
+        .arg(&clip));
+    clip
+}
+
 #[tokio::test]
 async fn embedded_subtitles_are_used_instead_of_speech() {
     let dir = tempfile::tempdir().expect("tmp");
-    let srt = dir.path().join("subs.srt");
-    std::fs::write(&srt, "1\n00:00:00,500 --> 00:00:02,000\nWelcome to the <i>launch</i>.\n\n2\n00:00:03,000 --> 00:00:04,500\nBuy it today.\n").expect("srt");
-    let clip = dir.path().join("subbed.mp4");
-    run(Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            "sine=frequency=440:duration=5",
-            "-i",
-        ])
-        .arg(&srt)
-        .args(["-c:a", "aac", "-c:s", "mov_text"])
-        .arg(&clip));
+    let clip = subtitled_tone(
+        dir.path(),
+        "1\n00:00:00,500 --> 00:00:02,000\nWelcome to the <i>launch</i>.\n\n2\n00:00:03,000 --> 00:00:04,500\nBuy it today.\n",
+        5,
+    );
     let (lines, source) = transcript_with_provenance(&clip).await;
     assert_eq!(source["source"], "subtitles");
     // English lines are read by the English model, whether their language is named ("en")
@@ -217,27 +221,12 @@ async fn embedded_subtitles_are_used_instead_of_speech() {
 #[tokio::test]
 async fn subtitles_in_another_language_are_read_in_that_language() {
     let dir = tempfile::tempdir().expect("tmp");
-    let srt = dir.path().join("subs.srt");
-    std::fs::write(
-        &srt,
+    let clip = subtitled_tone(
+        dir.path(),
         "1\n00:00:00,500 --> 00:00:02,500\nDépêchez-vous, cette offre se termine ce soir.\n\n\
          2\n00:00:03,000 --> 00:00:05,500\nPlus que trois en stock : appelez maintenant et payez moitié prix.\n",
-    )
-    .expect("srt");
-    let clip = dir.path().join("sous-titres.mp4");
-    run(Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            "sine=frequency=440:duration=6",
-            "-i",
-        ])
-        .arg(&srt)
-        .args(["-c:a", "aac", "-c:s", "mov_text"])
-        .arg(&clip));
+        6,
+    );
     let (lines, source) = transcript_with_provenance(&clip).await;
     assert_eq!(lines.len(), 2);
     assert_eq!(source["source"], "subtitles");
