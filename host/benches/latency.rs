@@ -11,6 +11,11 @@
 //! its sums before and after the scan). Goal (issue 19): each at most 10 % of the clip's
 //! length on this 2-core machine. Media are served by a loopback Python file server.
 //!
+//! Memory (issue 46, part 5): the service's resident memory once it is ready (the baseline,
+//! read in the same run), its peak after the three scans one at a time, and the peak of a
+//! second service with two workers given the three clips at once: Linux's `VmRSS` and `VmHWM`
+//! of the `serve` process (ffmpeg children are separate processes, as in `brainscan bench`).
+//!
 //! Needs ffmpeg, espeak-ng, python3, `scripts/fetch-models` and `scripts/fetch-test-media`.
 
 use std::collections::BTreeMap;
@@ -110,6 +115,52 @@ fn synthetic_720p(dir: &Path) -> PathBuf {
     out
 }
 
+/// `field` (`VmRSS`, `VmHWM`) of process `pid`, in MiB.
+fn memory_mib(pid: u32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"));
+    kib / 1024.0
+}
+
+/// Submits `name` from the media server and polls until it completes; its scan id.
+async fn scan(http: &reqwest::Client, base: &str, key: &str, media: &str, name: &str) -> String {
+    let created: serde_json::Value = http
+        .post(format!("{base}/api/v1/scans"))
+        .bearer_auth(key)
+        .json(&serde_json::json!({"input": {"type": "video", "video_url": format!("{media}/{name}")}}))
+        .send()
+        .await
+        .expect("submit")
+        .json()
+        .await
+        .expect("json");
+    let id = created["scan_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no scan id: {created}"))
+        .to_owned();
+    loop {
+        let v: serde_json::Value = http
+            .get(format!("{base}/api/v1/scans/{id}"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        match v["status"].as_str() {
+            Some("complete") => return id,
+            Some("error" | "cancelled") => panic!("{name}: {v}"),
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
 /// The sums of `brainscan_scan_stage_seconds` per stage, and of the whole scan.
 async fn stage_sums(http: &reqwest::Client, base: &str) -> BTreeMap<String, f64> {
     let text = http
@@ -174,7 +225,7 @@ async fn main() {
     );
     let data = dir.path().join("brainscan");
     let key = funded_key(&data);
-    let (_server, base) = served::spawn_serve(brainscan(
+    let (server, base) = served::spawn_serve(brainscan(
         &data,
         &[
             "serve",
@@ -187,6 +238,7 @@ async fn main() {
     ));
     let http = reqwest::Client::new();
     wait_for(&http, &format!("{base}/readyz")).await;
+    let ready_mib = memory_mib(server.0.id(), "VmRSS");
     let media = format!("http://127.0.0.1:{port}");
     wait_for(&http, &format!("{media}/")).await;
     println!(
@@ -196,36 +248,7 @@ async fn main() {
         let name = path.file_name().and_then(|n| n.to_str()).expect("name");
         let before = stage_sums(&http, &base).await;
         let started = Instant::now();
-        let created: serde_json::Value = http
-            .post(format!("{base}/api/v1/scans"))
-            .bearer_auth(&key)
-            .json(&serde_json::json!({"input": {"type": "video", "video_url": format!("{media}/{name}")}}))
-            .send()
-            .await
-            .expect("submit")
-            .json()
-            .await
-            .expect("json");
-        let id = created["scan_id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no scan id: {created}"))
-            .to_owned();
-        loop {
-            let v: serde_json::Value = http
-                .get(format!("{base}/api/v1/scans/{id}"))
-                .bearer_auth(&key)
-                .send()
-                .await
-                .expect("get")
-                .json()
-                .await
-                .expect("json");
-            match v["status"].as_str() {
-                Some("complete") => break,
-                Some("error" | "cancelled") => panic!("{label}: {v}"),
-                _ => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
+        scan(&http, &base, &key, &media, name).await;
         let wall = started.elapsed().as_secs_f64();
         let after = stage_sums(&http, &base).await;
         let share = 100.0 * wall / length;
@@ -243,4 +266,44 @@ async fn main() {
             .collect();
         println!("    {}", parts.join(", "));
     }
+    let one_at_a_time = memory_mib(server.0.id(), "VmHWM");
+    drop(server);
+
+    // Under load: two workers, the three clips submitted at once.
+    let data = dir.path().join("brainscan-load");
+    let key = funded_key(&data);
+    let (server, base) = served::spawn_serve(brainscan(
+        &data,
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-loopback-fetch",
+            "--workers",
+            "2",
+        ],
+    ));
+    wait_for(&http, &format!("{base}/readyz")).await;
+    let ready_two = memory_mib(server.0.id(), "VmRSS");
+    let started = Instant::now();
+    let names: Vec<&str> = clips
+        .iter()
+        .map(|(_, path, _)| path.file_name().and_then(|n| n.to_str()).expect("name"))
+        .collect();
+    futures_util::future::join_all(
+        names
+            .iter()
+            .map(|name| scan(&http, &base, &key, &media, name)),
+    )
+    .await;
+    let under_load = memory_mib(server.0.id(), "VmHWM");
+    println!(
+        "memory of the serve process (MiB): ready {ready_mib:.0}; peak after the three scans one at a time {one_at_a_time:.0} ({:.2} x ready)",
+        one_at_a_time / ready_mib
+    );
+    println!(
+        "two workers, the three clips at once ({:.1} s): ready {ready_two:.0}; peak {under_load:.0} ({:.2} x ready)",
+        started.elapsed().as_secs_f64(),
+        under_load / ready_two
+    );
 }
