@@ -161,6 +161,29 @@ async fn scan(http: &reqwest::Client, base: &str, key: &str, media: &str, name: 
     }
 }
 
+/// A ready `brainscan serve` with `workers` workers on its own data folder: the process, its
+/// base URL and a funded key.
+async fn service(
+    http: &reqwest::Client,
+    data: &Path,
+    workers: &str,
+) -> (served::Proc, String, String) {
+    let key = funded_key(data);
+    let (server, base) = served::spawn_serve(brainscan(
+        data,
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-loopback-fetch",
+            "--workers",
+            workers,
+        ],
+    ));
+    wait_for(http, &format!("{base}/readyz")).await;
+    (server, base, key)
+}
+
 /// The sums of `brainscan_scan_stage_seconds` per stage, and of the whole scan.
 async fn stage_sums(http: &reqwest::Client, base: &str) -> BTreeMap<String, f64> {
     let text = http
@@ -223,21 +246,8 @@ async fn main() {
             .spawn()
             .expect("python3 http.server"),
     );
-    let data = dir.path().join("brainscan");
-    let key = funded_key(&data);
-    let (server, base) = served::spawn_serve(brainscan(
-        &data,
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--allow-loopback-fetch",
-            "--workers",
-            "1",
-        ],
-    ));
     let http = reqwest::Client::new();
-    wait_for(&http, &format!("{base}/readyz")).await;
+    let (server, base, key) = service(&http, &dir.path().join("brainscan"), "1").await;
     let ready_mib = memory_mib(server.0.id(), "VmRSS");
     let media = format!("http://127.0.0.1:{port}");
     wait_for(&http, &format!("{media}/")).await;
@@ -270,20 +280,7 @@ async fn main() {
     drop(server);
 
     // Under load: two workers, the three clips submitted at once.
-    let data = dir.path().join("brainscan-load");
-    let key = funded_key(&data);
-    let (server, base) = served::spawn_serve(brainscan(
-        &data,
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--allow-loopback-fetch",
-            "--workers",
-            "2",
-        ],
-    ));
-    wait_for(&http, &format!("{base}/readyz")).await;
+    let (server, base, key) = service(&http, &dir.path().join("brainscan-load"), "2").await;
     let ready_two = memory_mib(server.0.id(), "VmRSS");
     let started = Instant::now();
     let names: Vec<&str> = clips

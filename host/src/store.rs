@@ -31,3 +31,17 @@ pub enum StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// An insert's outcome with a unique-constraint violation turned into `Conflict(message())`
+/// (a taken organisation name, an email that has an account).
+pub(crate) fn conflict_on_unique<T>(
+    outcome: Result<T, sqlx::Error>,
+    message: impl FnOnce() -> String,
+) -> StoreResult<T> {
+    match outcome {
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+            Err(StoreError::Conflict(message()))
+        }
+        other => Ok(other?),
+    }
+}

@@ -62,15 +62,9 @@ impl Db {
         .bind(org.created_at)
         .execute(&mut *tx)
         .await;
-        if let Err(sqlx::Error::Database(e)) = &inserted
-            && e.is_unique_violation()
-        {
-            return Err(StoreError::Conflict(format!(
-                "an organisation named {:?} exists",
-                org.name
-            )));
-        }
-        inserted?;
+        super::conflict_on_unique(inserted, || {
+            format!("an organisation named {:?} exists", org.name)
+        })?;
         sqlx::query("INSERT INTO wallets (org_id, deposit_cents, free_period, free_used_cents) VALUES ($1, 0, $2, 0)")
             .bind(&org.id)
             .bind(free_period)

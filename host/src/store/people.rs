@@ -64,15 +64,9 @@ impl Db {
         .bind(person.created_at)
         .execute(&self.pool)
         .await;
-        if let Err(sqlx::Error::Database(e)) = &inserted
-            && e.is_unique_violation()
-        {
-            return Err(StoreError::Conflict(format!(
-                "{} already has an account",
-                person.email
-            )));
-        }
-        inserted?;
+        super::conflict_on_unique(inserted, || {
+            format!("{} already has an account", person.email)
+        })?;
         Ok(())
     }
 
