@@ -867,12 +867,20 @@ fn print_report(r: &crate::grounding::evaluate::Report, json: bool) -> anyhow::R
         );
     };
     println!(
-        "mean whole-series r: moving-block bootstrap interval ({} rows a block) and phase-randomised null ({} resamples each):",
+        "mean whole-series r: circular block bootstrap interval ({} rows a block) and phase-randomised null ({} resamples each):",
         crate::grounding::evaluate::BLOCK_ROWS,
         crate::grounding::evaluate::RESAMPLES
     );
     uncertain("zero-shot", &r.mean_zero_shot_uncertainty);
     for (name, u) in &r.mean_baselines_uncertainty {
+        uncertain(&format!("{name} only"), u);
+    }
+    println!(
+        "mean within-block r: the bootstrap draws its blocks inside each of the {} blocks, the null is the same phase-randomised series scored within block:",
+        crate::grounding::evaluate::OUTER_FOLDS
+    );
+    uncertain("zero-shot", &r.mean_zero_shot_block_uncertainty);
+    for (name, u) in &r.mean_baselines_block_uncertainty {
         uncertain(&format!("{name} only"), u);
     }
     if !r.authors_regressors.is_empty() {
@@ -911,21 +919,46 @@ fn print_report(r: &crate::grounding::evaluate::Report, json: bool) -> anyhow::R
             uncertain(&format!("{name} only"), u);
         }
     }
-    println!("per target, whole series: r, 95% interval and null SD");
-    for t in &r.targets {
-        let u = &t.zero_shot_uncertainty;
-        print!(
-            "  {:<10} zero-shot {:.3} [{:.3}, {:.3}] ({:.3})",
-            t.target, t.zero_shot_r, u.interval[0], u.interval[1], u.null_sd
-        );
-        for ((name, v), (_, u)) in t.baselines.iter().zip(&t.baselines_uncertainty) {
-            print!(
-                "; {name} {v:.3} [{:.3}, {:.3}] ({:.3})",
-                u.interval[0], u.interval[1], u.null_sd
-            );
-        }
-        println!();
-    }
+    type Scores<'a> = (
+        f64,
+        &'a crate::grounding::evaluate::Uncertainty,
+        &'a [(String, f64)],
+        &'a [(String, crate::grounding::evaluate::Uncertainty)],
+    );
+    let per_target =
+        |title: &str, of: &dyn Fn(&crate::grounding::evaluate::TargetReport) -> Scores<'_>| {
+            println!("per target, {title}: r, 95% interval and null SD");
+            for t in &r.targets {
+                let (r, u, baselines, uncertainties) = of(t);
+                print!(
+                    "  {:<10} zero-shot {:.3} [{:.3}, {:.3}] ({:.3})",
+                    t.target, r, u.interval[0], u.interval[1], u.null_sd
+                );
+                for ((name, v), (_, u)) in baselines.iter().zip(uncertainties) {
+                    print!(
+                        "; {name} {v:.3} [{:.3}, {:.3}] ({:.3})",
+                        u.interval[0], u.interval[1], u.null_sd
+                    );
+                }
+                println!();
+            }
+        };
+    per_target("whole series", &|t| {
+        (
+            t.zero_shot_r,
+            &t.zero_shot_uncertainty,
+            &t.baselines,
+            &t.baselines_uncertainty,
+        )
+    });
+    per_target("within block", &|t| {
+        (
+            t.zero_shot_block_r,
+            &t.zero_shot_block_uncertainty,
+            &t.baselines_block,
+            &t.baselines_block_uncertainty,
+        )
+    });
     Ok(())
 }
 

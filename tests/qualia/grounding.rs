@@ -236,6 +236,31 @@ fn alice_first_half_meets_the_preregistered_floor() {
             "{t}"
         );
     }
+    // Within block too (issue 42's correction, since 2.9.0's second card): the bootstrap draws
+    // its blocks inside each of the five blocks. The model's mean is above chance there, and
+    // loudness's is not clearly so.
+    for t in report["targets"].as_array().expect("targets") {
+        let r = t["zero_shot_block_r"].as_f64().expect("r");
+        assert!(holds(r, &t["zero_shot_block_uncertainty"]), "{t}");
+    }
+    let block_u = &report["mean_zero_shot_block_uncertainty"];
+    assert!(
+        holds(
+            report["mean_zero_shot_block_r"].as_f64().expect("r"),
+            block_u
+        ),
+        "{block_u}"
+    );
+    assert!(block_u["p"].as_f64().is_some_and(|p| p < 0.01), "{block_u}");
+    let block_baselines = report["mean_baselines_block_uncertainty"]
+        .as_array()
+        .expect("within-block baselines' uncertainty");
+    assert_eq!(block_baselines.len(), 2, "{block_baselines:?}");
+    for b in block_baselines {
+        let name = b[0].as_str().expect("name");
+        let r = baseline(&report["mean_baselines_block"], name);
+        assert!(holds(r, &b[1]), "{name}: {b}");
+    }
     let after_onset = &report["after_onset"];
     assert!(
         holds(

@@ -409,6 +409,10 @@ pub struct TargetReport {
     pub zero_shot_uncertainty: Uncertainty,
     /// The same for each of [`TargetReport::baselines`].
     pub baselines_uncertainty: Vec<(String, Uncertainty)>,
+    /// [`TargetReport::zero_shot_block_r`]'s interval and null ([`uncertainty_within_block`]).
+    pub zero_shot_block_uncertainty: Uncertainty,
+    /// The same for each of [`TargetReport::baselines_block`].
+    pub baselines_block_uncertainty: Vec<(String, Uncertainty)>,
 }
 
 /// One target scored over the rows that start at or after [`AfterOnset::from_second`].
@@ -458,6 +462,11 @@ pub struct Report {
     pub mean_zero_shot_uncertainty: Uncertainty,
     /// The same for each of [`Report::mean_baselines`].
     pub mean_baselines_uncertainty: Vec<(String, Uncertainty)>,
+    /// The within-block [`Report::mean_zero_shot_block_r`]'s interval and null
+    /// ([`uncertainty_within_block`]).
+    pub mean_zero_shot_block_uncertainty: Uncertainty,
+    /// The same for each of [`Report::mean_baselines_block`].
+    pub mean_baselines_block_uncertainty: Vec<(String, Uncertainty)>,
     /// The dataset authors' own predictors scored against the same targets (set by the caller
     /// that read them; empty for `model eval`).
     pub authors_regressors: Vec<AuthorsRegressor>,
@@ -522,7 +531,7 @@ pub const UNCERTAINTY_SEED: u64 = 20_161_007;
 
 /// Resamples behind [`Uncertainty`]'s interval and null.
 pub const RESAMPLES: usize = 1000;
-/// Rows per block of the moving-block bootstrap: 10 volumes (20 s at the Alice TR), longer than
+/// Rows per block of the circular block bootstrap: 10 volumes (20 s at the Alice TR), longer than
 /// the haemodynamic response's memory, so a block keeps the autocorrelation a smooth regressor
 /// and its target share.
 pub const BLOCK_ROWS: usize = 10;
@@ -535,7 +544,7 @@ pub const BLOCK_ROWS: usize = 10;
 /// between smooth series.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Uncertainty {
-    /// 95 % percentile interval of a moving-block bootstrap over rows ([`BLOCK_ROWS`]), the
+    /// 95 % percentile interval of a circular block bootstrap over rows ([`BLOCK_ROWS`]), the
     /// same rows for every target so their dependence is kept.
     pub interval: [f64; 2],
     /// Standard deviation of the mean r under a phase-randomised null: each target replaced by
@@ -605,14 +614,95 @@ fn with_phases(spectrum: &[(f64, f64)], phases: &[f64], circle: &[(f64, f64)]) -
         .collect()
 }
 
+/// Which correlation a mean r is: over the whole series, or [`within_block_r`]'s mean of the
+/// r inside each outer block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    WholeSeries,
+    WithinBlock,
+}
+
 /// The [`Uncertainty`] of the mean over `pairs` of `pearson(prediction, target)`, each pair's
 /// series of equal length, with a fixed seed so the report reproduces.
 #[must_use]
 pub fn uncertainty(pairs: &[Pair], seed: u64) -> Uncertainty {
+    uncertainty_of(pairs, seed, Measure::WholeSeries)
+}
+
+/// The [`Uncertainty`] of the mean over `pairs` of [`within_block_r`].
+///
+/// The bootstrap resamples circular blocks of [`BLOCK_ROWS`] inside each outer block (about 36
+/// rows at the Alice length), so every resample keeps the five blocks and the statistic stays
+/// a mean of five within-block r; the null is the whole-series null (each target
+/// phase-randomised over the whole series, the same phases for every target) scored within
+/// block, so a surrogate keeps the target's spectrum, slow drift included.
+#[must_use]
+pub fn uncertainty_within_block(pairs: &[Pair], seed: u64) -> Uncertainty {
+    uncertainty_of(pairs, seed, Measure::WithinBlock)
+}
+
+/// Rows of one bootstrap resample of `lo..hi`: circular blocks of [`BLOCK_ROWS`] (a block that
+/// runs past `hi` wraps to `lo`), drawn until `hi - lo` rows are drawn.
+///
+/// Why circular (Politis & Romano 1992): a plain moving-block bootstrap draws the first and
+/// last `BLOCK_ROWS - 1` rows of the span less often than the others. At the Alice length that
+/// under-weighted the story's onset, which carries much of every whole-series r, and within a
+/// 36-row block it put loudness's own within-block r above its 95 % interval. Wrapping draws
+/// every row equally often.
+fn circular_blocks(rng: &mut impl rand::Rng, lo: usize, hi: usize) -> Vec<usize> {
+    let n = hi - lo;
+    let block = BLOCK_ROWS.min(n);
+    let mut rows = Vec::with_capacity(n + block);
+    while rows.len() < n {
+        let start = rng.random_range(0..n);
+        rows.extend((0..block).map(|j| lo + (start + j) % n));
+    }
+    rows.truncate(n);
+    rows
+}
+
+fn uncertainty_of(pairs: &[Pair], seed: u64, measure: Measure) -> Uncertainty {
     use rand::{Rng, SeedableRng};
     let n = pairs.first().map_or(0, |p| p.0.len().min(p.1.len()));
-    let observed = mean_r(pairs, None);
-    if n < 2 * BLOCK_ROWS {
+    let pairs: Vec<Pair> = pairs
+        .iter()
+        .map(|(a, b)| (a[..n].to_vec(), b[..n].to_vec()))
+        .collect();
+    // The outer blocks' row ranges, for the within-block measure.
+    let fold_of = blocks(n, OUTER_FOLDS);
+    let ranges: Vec<(usize, usize)> = (0..OUTER_FOLDS)
+        .map(|f| {
+            let lo = fold_of.iter().position(|&x| x == f).unwrap_or(n);
+            let hi = fold_of.iter().rposition(|&x| x == f).map_or(lo, |i| i + 1);
+            (lo, hi)
+        })
+        .collect();
+    let shortest = match measure {
+        Measure::WholeSeries => n,
+        Measure::WithinBlock => ranges.iter().map(|(lo, hi)| hi - lo).min().unwrap_or(0),
+    };
+    let score = |pairs: &[Pair], rows: Option<&[usize]>| -> f64 {
+        match measure {
+            Measure::WholeSeries => mean_r(pairs, rows),
+            Measure::WithinBlock => {
+                let block_r = |(a, b): &Pair| -> f64 {
+                    let rows = rows.map_or_else(|| (0..n).collect(), <[usize]>::to_vec);
+                    let pick =
+                        |v: &[f64], r: &[usize]| -> Vec<f64> { r.iter().map(|&i| v[i]).collect() };
+                    // A resample lists each block's rows in turn, each block as long as the
+                    // original, so the k-th block is the k-th range's span of the list.
+                    ranges
+                        .iter()
+                        .map(|&(lo, hi)| pearson(&pick(a, &rows[lo..hi]), &pick(b, &rows[lo..hi])))
+                        .sum::<f64>()
+                        / OUTER_FOLDS as f64
+                };
+                pairs.iter().map(block_r).sum::<f64>() / pairs.len().max(1) as f64
+            }
+        }
+    };
+    let observed = score(&pairs, None);
+    if n < 2 * BLOCK_ROWS || shortest < BLOCK_ROWS {
         return Uncertainty {
             interval: [f64::NAN; 2],
             null_sd: f64::NAN,
@@ -622,19 +712,20 @@ pub fn uncertainty(pairs: &[Pair], seed: u64) -> Uncertainty {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut boot: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
-            let mut rows = Vec::with_capacity(n + BLOCK_ROWS);
-            while rows.len() < n {
-                let start = rng.random_range(0..=n - BLOCK_ROWS);
-                rows.extend(start..start + BLOCK_ROWS);
-            }
-            rows.truncate(n);
-            mean_r(pairs, Some(&rows))
+            let rows = match measure {
+                Measure::WholeSeries => circular_blocks(&mut rng, 0, n),
+                Measure::WithinBlock => ranges
+                    .iter()
+                    .flat_map(|&(lo, hi)| circular_blocks(&mut rng, lo, hi))
+                    .collect(),
+            };
+            score(&pairs, Some(&rows))
         })
         .collect();
     boot.sort_by(f64::total_cmp);
     let at = |q: f64| boot[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
     let circle = unit_circle(n);
-    let spectra: Vec<Vec<(f64, f64)>> = pairs.iter().map(|(_, y)| dft(&y[..n], &circle)).collect();
+    let spectra: Vec<Vec<(f64, f64)>> = pairs.iter().map(|(_, y)| dft(y, &circle)).collect();
     let null: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
             let phases: Vec<f64> = (0..n)
@@ -643,9 +734,9 @@ pub fn uncertainty(pairs: &[Pair], seed: u64) -> Uncertainty {
             let surrogate: Vec<Pair> = pairs
                 .iter()
                 .zip(&spectra)
-                .map(|((x, _), s)| (x[..n].to_vec(), with_phases(s, &phases, &circle)))
+                .map(|((x, _), s)| (x.clone(), with_phases(s, &phases, &circle)))
                 .collect();
-            mean_r(&surrogate, None)
+            score(&surrogate, None)
         })
         .collect();
     let m = null.iter().sum::<f64>() / null.len() as f64;
@@ -757,17 +848,23 @@ pub fn evaluate(
                 .collect()
         };
         let zero_shot_uncertainty = uncertainty(&[(zero.clone(), y.clone())], UNCERTAINTY_SEED);
-        let baselines_uncertainty: Vec<(String, Uncertainty)> = BASELINES
-            .iter()
-            .filter_map(|name| {
-                let k = model.features.iter().position(|x| x == name)?;
-                let col: Vec<f64> = d.x.column(k).iter().copied().collect();
-                Some((
-                    (*name).to_owned(),
-                    uncertainty(&[(col, y.clone())], UNCERTAINTY_SEED),
-                ))
-            })
-            .collect();
+        let zero_shot_block_uncertainty =
+            uncertainty_within_block(&[(zero.clone(), y.clone())], UNCERTAINTY_SEED);
+        let baselines_uncertainty_of = |of: fn(&[Pair], u64) -> Uncertainty| {
+            BASELINES
+                .iter()
+                .filter_map(|name| {
+                    let k = model.features.iter().position(|x| x == name)?;
+                    let col: Vec<f64> = d.x.column(k).iter().copied().collect();
+                    Some((
+                        (*name).to_owned(),
+                        of(&[(col, y.clone())], UNCERTAINTY_SEED),
+                    ))
+                })
+                .collect::<Vec<(String, Uncertainty)>>()
+        };
+        let baselines_uncertainty = baselines_uncertainty_of(uncertainty);
+        let baselines_block_uncertainty = baselines_uncertainty_of(uncertainty_within_block);
         let columns: Vec<Vec<f64>> = subjects.iter().map(|s| s.column(c)).collect();
         let ceiling = (!subjects.is_empty()).then(|| loso_isc(&columns));
         let group_ceiling = (!subjects.is_empty()).then(|| split_half_ceiling(&columns));
@@ -792,6 +889,8 @@ pub fn evaluate(
             after_onset,
             zero_shot_uncertainty,
             baselines_uncertainty,
+            zero_shot_block_uncertainty,
+            baselines_block_uncertainty,
         });
     }
     let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
@@ -849,6 +948,16 @@ pub fn evaluate(
         mean_baselines_uncertainty: baseline_pairs
             .iter()
             .map(|(name, pairs)| (name.clone(), uncertainty(pairs, UNCERTAINTY_SEED)))
+            .collect(),
+        mean_zero_shot_block_uncertainty: uncertainty_within_block(&model_pairs, UNCERTAINTY_SEED),
+        mean_baselines_block_uncertainty: baseline_pairs
+            .iter()
+            .map(|(name, pairs)| {
+                (
+                    name.clone(),
+                    uncertainty_within_block(pairs, UNCERTAINTY_SEED),
+                )
+            })
             .collect(),
         mean_baselines,
         mean_baselines_block,
@@ -978,6 +1087,83 @@ mod tests {
         let circle = unit_circle(y.len());
         let back = with_phases(&dft(&y, &circle), &vec![0.0; y.len()], &circle);
         assert!(y.iter().zip(&back).all(|(a, b)| (a - b).abs() < 1e-9));
+    }
+
+    #[test]
+    fn circular_blocks_draw_every_row_equally_often() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let (lo, hi) = (40, 76);
+        let mut count = vec![0usize; hi];
+        for _ in 0..4000 {
+            let rows = circular_blocks(&mut rng, lo, hi);
+            assert_eq!(rows.len(), hi - lo);
+            for r in rows {
+                assert!((lo..hi).contains(&r), "{r}");
+                count[r] += 1;
+            }
+        }
+        // 4000 resamples of 36 rows: each row about 4000 times. A moving-block bootstrap draws
+        // the first row only from blocks that start on it: about a tenth as often.
+        let (first, middle, last) = (count[lo], count[(lo + hi) / 2], count[hi - 1]);
+        for c in [first, middle, last] {
+            assert!((3600..4400).contains(&c), "{first} {middle} {last}");
+        }
+    }
+
+    #[test]
+    fn the_within_block_interval_scores_inside_blocks_and_holds_its_estimate() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        // Each fifth of the prediction follows its target plus noise, offset by its own
+        // constant: whole-series r suffers from the offsets, within-block r does not.
+        let pairs: Vec<Pair> = (0..3)
+            .map(|_| {
+                let mut v = 0.0;
+                let y: Vec<f64> = (0..180)
+                    .map(|_| {
+                        v += rng.random_range(-1.0..1.0);
+                        v
+                    })
+                    .collect();
+                let x = y
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        t + rng.random_range(-1.0..1.0) + 40.0 * ((i * 5 / 180) % 2) as f64
+                    })
+                    .collect();
+                (x, y)
+            })
+            .collect();
+        let block = uncertainty_within_block(&pairs, 1);
+        let observed = pairs.iter().map(|(x, y)| within_block_r(x, y)).sum::<f64>() / 3.0;
+        assert!(
+            block.interval[0] <= observed && observed <= block.interval[1],
+            "{observed} {block:?}"
+        );
+        assert!(block.interval[0] > 0.6 && block.p < 0.01, "{block:?}");
+        // The same pairs scored whole: the offsets pull r and its interval far down.
+        let whole = uncertainty(&pairs, 1);
+        assert!(whole.interval[0] < block.interval[0], "{whole:?} {block:?}");
+        // Unrelated smooth series: within-block chance is wider than white noise's (about
+        // 1 / sqrt(36 rows × 5 blocks × 3 pairs) = 0.043), and nothing is found.
+        let unrelated: Vec<Pair> = (0..3)
+            .map(|_| {
+                let mut walk = || -> Vec<f64> {
+                    let mut v = 0.0;
+                    (0..180)
+                        .map(|_| {
+                            v += rng.random_range(-1.0..1.0);
+                            v
+                        })
+                        .collect()
+                };
+                (walk(), walk())
+            })
+            .collect();
+        let chance = uncertainty_within_block(&unrelated, 1);
+        assert!(chance.null_sd > 0.065 && chance.p > 0.01, "{chance:?}");
     }
 
     #[test]
