@@ -232,6 +232,13 @@ async fn a_silent_pattern_reads_not_assessable_not_critical() {
     assert_ne!(block.risk_band, "elevated");
     assert_eq!(block.threat.severity, "nominal");
     assert_eq!(block.threat.label, "Not assessable");
+    // Coercive authority weighs the alarm against deliberation, which has no input without
+    // words: abrupt events alone are not coercion (manipulation-standard 2.5.0 read this
+    // pattern as "Coercive Authority 100 %").
+    // Limbic and Default Mode rest too, so nothing reads a mechanism: the contract's no-split
+    // value, a third each.
+    let shares: Vec<f64> = block.mechanisms.iter().map(|m| m.share).collect();
+    assert_eq!(shares, [0.333, 0.333, 0.334], "{:?}", block.mechanisms);
     // No circuit or quadrant axis ranks networks at rest against the corpus: one whose
     // networks never moved reads "not assessable" at 50 (manipulation-standard 2.4.0 read
     // "reward low, 11.6" and "relevance low" here), and one whose networks moved is read.

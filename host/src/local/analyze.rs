@@ -347,6 +347,17 @@ fn manipulation_lines(m: &serde_json::Value) -> String {
                 .map_or_else(|| "-".to_owned(), |v| format!("{:.0} %", 100.0 * v))
         )
     });
+    // A third each is the contract's value when nothing a mechanism reads responded
+    // (manipulation-standard's README): no split, so it is not printed as one.
+    let shares: Vec<f64> = m["mechanisms"]
+        .as_array()
+        .map(|v| v.iter().filter_map(|x| x["share"].as_f64()).collect())
+        .unwrap_or_default();
+    let mechanisms = if shares == [0.333, 0.333, 0.334] {
+        "no split (nothing that reads a mechanism responded)".to_owned()
+    } else {
+        mechanisms
+    };
     let _ = writeln!(s, "  mechanisms: {mechanisms}");
     let _ = writeln!(
         s,

@@ -246,13 +246,28 @@ fn circuits(rows: &[[f32; 7]], scales: &Scales) -> Vec<Circuit> {
 /// Shares of social reward (limbic above baseline), motivational rapport (default mode above
 /// baseline) and coercive authority (alarm above deliberation), summing to exactly 1.
 pub fn mechanisms(rows: &[[f32; 7]]) -> Vec<Mechanism> {
+    mechanisms_of(rows, true)
+}
+
+/// [`mechanisms`] of a clip without words: coercive authority weighs the alarm against
+/// deliberation, which has no input there, so it takes no share. Before manipulation-standard
+/// 2.6.0 a silent test pattern (abrupt events move Ventral Attention, nothing moves
+/// Frontoparietal) read "Coercive Authority 100 %".
+pub fn mechanisms_without_words(rows: &[[f32; 7]]) -> Vec<Mechanism> {
+    mechanisms_of(rows, false)
+}
+
+fn mechanisms_of(rows: &[[f32; 7]], weigh_alarm: bool) -> Vec<Mechanism> {
     let pos = |v: f64| if v > 0.0 { v } else { 0.0 };
     let sr: f64 = rows.iter().map(|r| pos(f64::from(r[LIMBIC]))).sum();
     let mr: f64 = rows.iter().map(|r| pos(f64::from(r[DEFAULT_MODE]))).sum();
-    let ca: f64 = rows
-        .iter()
-        .map(|r| pos((f64::from(r[VENTRAL]) - f64::from(r[FRONTOPARIETAL])) / 2.0))
-        .sum();
+    let ca: f64 = if weigh_alarm {
+        rows.iter()
+            .map(|r| pos((f64::from(r[VENTRAL]) - f64::from(r[FRONTOPARIETAL])) / 2.0))
+            .sum()
+    } else {
+        0.0
+    };
     let total = sr + mr + ca;
     let (a, b) = if total > 1e-9 {
         (round_to(sr / total, 3), round_to(mr / total, 3))
@@ -458,8 +473,9 @@ fn pressured_seconds(terms: &[Terms]) -> Vec<usize> {
 /// `moderate`, the band of 50, and never `elevated` or `high`), the threat is `nominal` and
 /// labelled "Not assessable", the guard axis and the critical-thinking circuit read 50 and say
 /// why, no second counts as more exposed than a typical one, and there is no peak moment.
-/// What does not depend on deliberation (reward, alarm, relevance, mechanisms) is reported as
-/// measured, or as not assessable where its networks never left rest.
+/// What does not depend on deliberation (reward, alarm, relevance, and the social-reward and
+/// rapport mechanisms) is reported as measured, or as not assessable where its networks never
+/// left rest; coercive authority, the alarm weighed against deliberation, takes no share.
 fn not_assessable(mut m: Manipulation, rows: &[[f32; 7]], scales: &Scales) -> Manipulation {
     m.conversion_risk = NEUTRAL;
     m.risk_band = risk_band(NEUTRAL).into();
@@ -493,6 +509,7 @@ fn not_assessable(mut m: Manipulation, rows: &[[f32; 7]], scales: &Scales) -> Ma
         t.exposure = round_to(t.reward - t.alarm, 3);
     }
     m.peak_moment = None;
+    m.mechanisms = mechanisms_without_words(rows);
     m
 }
 
@@ -735,14 +752,22 @@ mod tests {
         let sum: f64 = m.iter().map(|x| x.share).sum();
         assert!((sum - 1.0).abs() < 1e-9, "{sum}");
         // SR = 0.8, MR = 1.1, CA = 0.2 → 0.381, 0.524, 0.095
+        let shares = |m: Vec<Mechanism>| -> Vec<f64> { m.iter().map(|x| x.share).collect() };
+        assert_eq!(shares(m), [0.381, 0.524, 0.095]);
+        assert_eq!(shares(mechanisms(&[[0.0; 7]])), [0.333, 0.333, 0.334]);
+        // Without words, the alarm has no deliberation to be weighed against: an alarm alone
+        // is no split (a third each, the contract's value when nothing responded), and beside
+        // Limbic it takes no share.
+        let alarm_only = [[0.0, 0.0, 0.0, 0.8, 0.0, 0.0, 0.0]; 3];
+        assert_eq!(shares(mechanisms(&alarm_only)), [0.0, 0.0, 1.0]);
         assert_eq!(
-            m.iter().map(|x| x.share).collect::<Vec<_>>(),
-            vec![0.381, 0.524, 0.095]
+            shares(mechanisms_without_words(&alarm_only)),
+            [0.333, 0.333, 0.334]
         );
-        let flat = mechanisms(&[[0.0; 7]]);
+        let with_limbic = [[0.0, 0.0, 0.0, 0.8, 0.4, 0.0, 0.1]; 2];
         assert_eq!(
-            flat.iter().map(|x| x.share).collect::<Vec<_>>(),
-            vec![0.333, 0.333, 0.334]
+            shares(mechanisms_without_words(&with_limbic)),
+            [0.8, 0.2, 0.0]
         );
     }
 
