@@ -260,6 +260,11 @@ async fn the_same_ad_reads_alike_in_five_languages() {
     // The first run fails the battery (the model card, "The same ad in five languages"). The
     // cells that pass are asserted; every figure is pinned at the card's, so the card cannot
     // go stale: a change that mends a cell fails here until the card says so.
+    // Within `CPU_SPREAD` points: Whisper's arithmetic in candle follows the CPU's SIMD path,
+    // and one word more or less in one clip's transcript moves a 12-script mean by a point.
+    // The card's figures came from an AMD EPYC; on an Intel Xeon (both AVX-512) every cell
+    // was within 1.4 points, with the same passes and the same misheard clips (2026-11-27).
+    const CPU_SPREAD: f64 = 3.0;
     // L1: (language, lens) -> (passes, largest |difference|, mean signed difference).
     let l1_card = [
         (("es", "attention"), (true, 4.2, 1.0)),
@@ -286,7 +291,7 @@ async fn the_same_ad_reads_alike_in_five_languages() {
             "L1 {cell:?}: the model card says passes = {passes}"
         );
         assert!(
-            (l - largest).abs() < 1.0 && (b - bias).abs() < 1.0,
+            (l - largest).abs() < CPU_SPREAD && (b - bias).abs() < CPU_SPREAD,
             "L1 {cell:?}: largest {l:.1}, mean {b:+.1}; the model card says {largest:.1}, {bias:+.1}: update it"
         );
     }
@@ -320,7 +325,7 @@ async fn the_same_ad_reads_alike_in_five_languages() {
             "L2 {cell:?}: {mean:+.1}, {in_order} of 4 in order"
         );
         assert!(
-            (mean - figure).abs() < 1.0,
+            (mean - figure).abs() < CPU_SPREAD,
             "L2 {cell:?}: {mean:+.1}; the model card says {figure:+.1}: update it"
         );
     }
