@@ -5,7 +5,7 @@
 //! of a population-average model — never a claim about one viewer's brain.
 
 use alloc::format;
-use alloc::string::ToString;
+use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -375,39 +375,79 @@ fn quadrant_of(lowers_guard: Option<f64>, wins_over: Option<f64>, no_guard: &str
     }
 }
 
-pub fn threat(conversion_risk: f64) -> Threat {
-    let (label, severity, color, note) = match risk_band(conversion_risk) {
+/// The threat: its label, severity and colour from the band of `conversion_risk` (pressure
+/// relative to deliberation), and a note written from what the circuits read. Before
+/// manipulation-standard 2.7.0 the note came from the band alone, so a narrated clip whose
+/// scrutiny read elevated and whose alarm read high was told "scrutiny and alarm stay low".
+pub fn threat(conversion_risk: f64, circuits: &[Circuit]) -> Threat {
+    let band = risk_band(conversion_risk);
+    let (label, severity, color, headline) = match band {
         "high" => (
-            "Guard-down persuasion",
+            "Persuasion outruns scrutiny",
             "critical",
             "#C62828",
-            "Reward runs high while scrutiny and alarm stay low for much of the clip: viewers are predicted to be persuaded with little pushback.",
+            "Persuasion pressure (reward and feeling) runs far above deliberate thinking for much of the clip, much more than in a typical clip.",
         ),
         "elevated" => (
             "Strong persuasive pull",
             "high",
             "#EF6C00",
-            "The clip lowers the guard more than a typical one; expect its claims to meet less scrutiny than usual.",
+            "Persuasion pressure runs above deliberate thinking more than in a typical clip: expect its claims to meet less scrutiny than their pull would call for.",
         ),
         "moderate" => (
             "Ordinary persuasion",
             "moderate",
             "#F9A825",
-            "About as persuasive as typical content: reward and scrutiny roughly balance.",
+            "About as persuasive as typical content: pressure and deliberate thinking roughly balance.",
         ),
         _ => (
             "Little persuasive pressure",
             "nominal",
             "#2E7D32",
-            "Scrutiny and alarm outweigh reward: viewers are predicted to keep their guard up.",
+            "Deliberate thinking outweighs persuasion pressure: viewers are predicted to keep their guard up.",
         ),
     };
     Threat {
         label: label.into(),
         severity: severity.into(),
         color: color.into(),
-        note: note.into(),
+        note: format!("{headline}{}", circuit_clause(band, circuits)),
     }
+}
+
+/// What scrutiny and the gut alarm read against a typical clip, and, where one of them is
+/// raised while the band says the pull wins, that it pushes back: the band compares pressure
+/// with deliberation only, so a raised circuit tempers it and is never hidden.
+fn circuit_clause(band: &str, circuits: &[Circuit]) -> String {
+    let find = |key: &str| circuits.iter().find(|c| c.key == key);
+    let read = |c: &Circuit| {
+        if c.reading == "not assessable" {
+            "not assessable".to_string()
+        } else {
+            format!("{} ({:.0})", c.reading, c.value)
+        }
+    };
+    let (Some(scrutiny), Some(alarm)) = (find("critical_thinking"), find("alarm")) else {
+        return String::new();
+    };
+    let mut clause = format!(
+        " Against a typical clip, scrutiny reads {} and the gut alarm {}.",
+        read(scrutiny),
+        read(alarm)
+    );
+    let pull_wins = matches!(band, "high" | "elevated");
+    let raised = |c: &Circuit| c.reading != "not assessable" && c.direction == "raised";
+    match (pull_wins, raised(scrutiny), raised(alarm)) {
+        (true, true, true) => clause.push_str(
+            " Both push back, but the pull outweighs the scrutiny.",
+        ),
+        (true, true, false) => clause.push_str(" Scrutiny is up too, but the pull outweighs it."),
+        (true, false, true) => clause.push_str(
+            " The raised alarm works against the pull: abrupt events or charged words keep viewers alert.",
+        ),
+        _ => {}
+    }
+    clause
 }
 
 /// The highest-exposure second and the run around it where exposure stays at least halfway
@@ -567,13 +607,14 @@ fn measured(clip: &Clip) -> Manipulation {
     let pbi = column_mean(&rows, |r| {
         f64::from(r[DEFAULT_MODE]) - f64::from(r[FRONTOPARIETAL])
     });
+    let circuit_readings = circuits(&rows, &scales);
     Manipulation {
         conversion_risk,
         risk_band: risk_band(conversion_risk).into(),
         cognitive_sovereignty_index: round_to(sovereignty_index, 2),
         sovereignty: round_to(100.0 - conversion_risk, 1),
         pbi: round_to(pbi, 2),
-        threat: threat(conversion_risk),
+        threat: threat(conversion_risk, &circuit_readings),
         population: Population {
             per_ten: round_to(open * 10.0, 1),
             per_ten_thousand: round(open * 10_000.0),
@@ -583,7 +624,7 @@ fn measured(clip: &Clip) -> Manipulation {
             ),
         },
         quadrant: quadrant(&rows, &scales),
-        circuits: circuits(&rows, &scales),
+        circuits: circuit_readings,
         mechanisms: mechanisms(&rows),
         timeline: terms
             .iter()
@@ -701,6 +742,64 @@ mod tests {
     }
 
     #[test]
+    fn the_threat_note_says_what_the_circuits_read() {
+        // Pressure far above deliberation (the band is high) while deliberation and the alarm
+        // both run above a typical clip: the narrated-clip case where 2.6.0 said "scrutiny and
+        // alarm stay low" beside circuits that read them elevated and high.
+        let rows: Vec<[f32; 7]> = (0..10)
+            .map(|_| [0.0, 0.0, 0.0, 3.0, 6.0, 0.3, 0.4])
+            .collect();
+        let m = measured(&clip_of(&rows, Vec::new()));
+        let circuit = |key: &str| {
+            m.circuits
+                .iter()
+                .find(|c| c.key == key)
+                .expect("circuit")
+                .clone()
+        };
+        let (scrutiny, alarm) = (circuit("critical_thinking"), circuit("alarm"));
+        assert_eq!(m.risk_band, "high", "{}", m.conversion_risk);
+        assert_eq!(alarm.direction, "raised", "{}", alarm.value);
+        assert_eq!(scrutiny.direction, "raised", "{}", scrutiny.value);
+        let note = &m.threat.note;
+        assert!(!note.contains("low"), "{note}");
+        assert!(
+            note.contains(&format!(
+                "scrutiny reads {} ({:.0})",
+                scrutiny.reading, scrutiny.value
+            )),
+            "{note}"
+        );
+        assert!(
+            note.contains(&format!(
+                "the gut alarm {} ({:.0})",
+                alarm.reading, alarm.value
+            )),
+            "{note}"
+        );
+        assert!(note.contains("push back"), "{note}");
+        assert_eq!(m.threat.label, "Persuasion outruns scrutiny");
+
+        // The low band with a quiet alarm: no pushback clause, the readings still stated.
+        let calm: Vec<[f32; 7]> = (0..10)
+            .map(|_| [0.0, 0.0, 0.0, -1.0, -1.0, 2.0, 1.0])
+            .collect();
+        let m = measured(&clip_of(&calm, Vec::new()));
+        assert_eq!(m.risk_band, "low", "{}", m.conversion_risk);
+        assert!(
+            m.threat.note.contains("keep their guard up"),
+            "{}",
+            m.threat.note
+        );
+        assert!(
+            m.threat
+                .note
+                .contains("Against a typical clip, scrutiny reads")
+        );
+        assert!(!m.threat.note.contains("push"), "{}", m.threat.note);
+    }
+
+    #[test]
     fn band_edges() {
         assert_eq!(risk_band(39.9), "low");
         assert_eq!(risk_band(40.0), "moderate");
@@ -708,10 +807,10 @@ mod tests {
         assert_eq!(risk_band(55.0), "elevated");
         assert_eq!(risk_band(69.9), "elevated");
         assert_eq!(risk_band(70.0), "high");
-        assert_eq!(threat(39.9).severity, "nominal");
-        assert_eq!(threat(40.0).severity, "moderate");
-        assert_eq!(threat(55.0).severity, "high");
-        assert_eq!(threat(70.0).severity, "critical");
+        assert_eq!(threat(39.9, &[]).severity, "nominal");
+        assert_eq!(threat(40.0, &[]).severity, "moderate");
+        assert_eq!(threat(55.0, &[]).severity, "high");
+        assert_eq!(threat(70.0, &[]).severity, "critical");
     }
 
     #[test]
