@@ -394,6 +394,20 @@ async fn japanese_speech_is_heard_in_japanese_not_invented_english() {
             .iter()
             .all(|l| l.end_sec <= 64.0 && l.start_sec < l.end_sec)
     );
+    // Words, not lines: Japanese is written without spaces, and until the word segmenter a
+    // whole line counted as one word, so `word_rate` read this conversation as a few words a
+    // minute. Conversational Japanese runs at about two to five words a second of speech.
+    let words: usize = lines
+        .iter()
+        .map(|l| brainscan::inference::language::words_of(&l.text).len())
+        .sum();
+    let spoken: f64 = lines
+        .iter()
+        .map(|l| f64::from(l.end_sec - l.start_sec))
+        .sum();
+    let rate = words as f64 / spoken;
+    eprintln!("{words} words over {spoken:.1} s of lines: {rate:.2} a second");
+    assert!((1.0..8.0).contains(&rate), "{words} words in {spoken:.1} s");
 }
 
 /// The language identifier on English speech in a synthetic voice (the voices the test suites

@@ -315,6 +315,93 @@ pub struct Word {
     pub confidence: f32,
 }
 
+/// Whether `c` belongs to a script written without spaces between words: Han, Hiragana,
+/// Katakana (half-width too), Thai, Lao, Khmer and Myanmar.
+fn unspaced(c: char) -> bool {
+    matches!(c,
+        '\u{3040}'..='\u{30FF}'
+            | '\u{31F0}'..='\u{31FF}'
+            | '\u{3400}'..='\u{4DBF}'
+            | '\u{4E00}'..='\u{9FFF}'
+            | '\u{F900}'..='\u{FAFF}'
+            | '\u{FF66}'..='\u{FF9F}'
+            | '\u{0E00}'..='\u{0EFF}'
+            | '\u{1000}'..='\u{109F}'
+            | '\u{1780}'..='\u{17FF}'
+            | '\u{20000}'..='\u{2FA1F}')
+}
+
+/// The words of a line. Spaces separate them, except in scripts written without spaces, where
+/// a whole sentence is one space-delimited token: there ICU4X's word segmenter (Unicode's own
+/// implementation of UAX #29 with its dictionaries for Chinese and Japanese and its LSTM models
+/// for Thai, Lao, Khmer and Myanmar) finds them. Before, a Japanese line counted as one word,
+/// so `word_rate` read a Japanese clip as a few words a minute. A token without such characters
+/// is kept as it is, so languages written with spaces count exactly as before. Each word keeps
+/// the punctuation that follows it, so a token's words put together are the token.
+///
+/// These are what the rates count. The text the sentence models read is not rebuilt from them
+/// ([`tokens_of`]): the first attempt did, and the multilingual embedder then read Japanese
+/// product facts below a hard sell on evidence.
+#[must_use]
+pub fn words_of(text: &str) -> Vec<&str> {
+    // One segmenter per thread: ICU4X 1.5's holds reference-counted data (`Rc`), so it is not
+    // `Sync`; built from compiled data, it costs little.
+    thread_local! {
+        static SEGMENTER: icu_segmenter::WordSegmenter = icu_segmenter::WordSegmenter::new_auto();
+    }
+    let mut out = Vec::new();
+    for token in tokens_of(text) {
+        let mut starts = Vec::new();
+        if token.chars().any(unspaced) {
+            SEGMENTER.with(|segmenter| {
+                // A segment with a letter or digit is a word. ICU4X 1.5's `is_word_like` is
+                // not used: it reads `None` for some dictionary words ("新しい", "電気", "ね").
+                let mut last = 0;
+                for at in segmenter.segment_str(token) {
+                    if at > last && token[last..at].chars().any(char::is_alphanumeric) {
+                        starts.push(last);
+                    }
+                    last = at;
+                }
+            });
+        }
+        // What precedes the first word belongs to it; a token the segmenter finds no word in
+        // is one word, as a spaced token is.
+        match starts.first_mut() {
+            Some(first) => *first = 0,
+            None => starts.push(0),
+        }
+        for (i, &start) in starts.iter().enumerate() {
+            let end = starts.get(i + 1).copied().unwrap_or(token.len());
+            out.push(&token[start..end]);
+        }
+    }
+    out
+}
+
+/// The space-delimited tokens of a line that hold a letter or digit: the units of the window
+/// text the sentence models read, as the line was written (a Japanese clause stays whole).
+fn tokens_of(text: &str) -> impl Iterator<Item = &str> {
+    text.split_whitespace()
+        .filter(|t| t.chars().any(char::is_alphanumeric))
+}
+
+/// The written tokens of the transcript with their onsets, spread evenly over each line: the
+/// window text. In spaced languages these are the words of [`word_onsets`].
+fn token_onsets(lines: &[TranscriptLine]) -> Vec<(f64, &str)> {
+    let mut out = Vec::new();
+    for line in lines {
+        let tokens: Vec<&str> = tokens_of(&line.text).collect();
+        let (start, end) = (f64::from(line.start_sec), f64::from(line.end_sec));
+        let span = (end - start).max(0.0);
+        for (i, t) in tokens.iter().enumerate() {
+            out.push((start + span * i as f64 / tokens.len() as f64, *t));
+        }
+    }
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
+}
+
 /// Words of the transcript with their onsets, spread evenly over each line. `confidence` holds
 /// one value per line (missing ones read 1). A word that repeats an earlier word of its line
 /// counts 0: looping on a phrase ("you're not going to lose your food, you're not going to …")
@@ -324,11 +411,7 @@ pub fn word_onsets(lines: &[TranscriptLine], confidence: &[f32]) -> Vec<Word> {
     let mut out = Vec::new();
     for (n, line) in lines.iter().enumerate() {
         let c = confidence.get(n).copied().unwrap_or(1.0).clamp(0.0, 1.0);
-        let words: Vec<&str> = line
-            .text
-            .split_whitespace()
-            .filter(|w| w.chars().any(char::is_alphanumeric))
-            .collect();
+        let words = words_of(&line.text);
         let (start, end) = (f64::from(line.start_sec), f64::from(line.end_sec));
         let span = (end - start).max(0.0);
         let mut seen = std::collections::HashSet::new();
@@ -389,10 +472,12 @@ pub fn compute(
     // count by their confidence.
     let recognised =
         |a: f64, b: f64| -> f64 { in_range(a, b).iter().map(|w| f64::from(w.confidence)).sum() };
+    let tokens = token_onsets(lines);
     let text_of = |a: f64, b: f64| -> String {
-        let mut s = in_range(a, b)
+        let mut s = tokens
             .iter()
-            .map(|w| w.text.as_str())
+            .filter(|(onset, _)| *onset >= a && *onset < b)
+            .map(|(_, t)| *t)
             .collect::<Vec<_>>()
             .join(" ");
         if s.len() > MAX_WINDOW_CHARS {
@@ -520,6 +605,61 @@ mod tests {
             end_sec: b,
             text: text.into(),
         }
+    }
+
+    #[test]
+    fn words_are_found_in_scripts_written_without_spaces() {
+        // Spaced languages count as before: whitespace tokens with a letter or digit.
+        assert_eq!(
+            words_of("Order yours today — only £20!"),
+            ["Order", "yours", "today", "only", "£20!"]
+        );
+        // Japanese: one space-free sentence is several words (before: one).
+        let ja = words_of("今日はとても良い天気ですね。");
+        assert!((4..=10).contains(&ja.len()), "{ja:?}");
+        // The pieces keep the sentence's punctuation: put together they are the sentence.
+        assert_eq!(ja.concat(), "今日はとても良い天気ですね。");
+        assert!(ja.last().is_some_and(|w| w.ends_with("ね。")), "{ja:?}");
+        // Chinese and Thai likewise.
+        let zh = words_of("我们今天去公园散步。");
+        assert!((3..=8).contains(&zh.len()), "{zh:?}");
+        let th = words_of("วันนี้อากาศดีมาก");
+        assert!((3..=6).contains(&th.len()), "{th:?}");
+        // Mixed: a Latin brand inside Japanese keeps its own word, and the dictionary word
+        // before it is one too (ICU4X's own word-like flag misses it).
+        let mixed = words_of("新しいiPhoneを買いました");
+        assert!(mixed.contains(&"iPhone"), "{mixed:?}");
+        assert_eq!(mixed.first(), Some(&"新しい"), "{mixed:?}");
+    }
+
+    #[test]
+    fn window_text_reads_as_the_lines_were_written() {
+        // Counting words in a space-free script must not change the text the embedder reads:
+        // the first attempt rebuilt it from the segmented words, and e5 then read Japanese
+        // product facts below a hard sell on evidence.
+        let lines = [
+            TranscriptLine {
+                start_sec: 0.0,
+                end_sec: 3.0,
+                text: "この電気ケトルは約三分で一リットルのお湯を沸かします。".into(),
+            },
+            TranscriptLine {
+                start_sec: 3.0,
+                end_sec: 5.0,
+                text: "Order  yours today — only £20!".into(),
+            },
+        ];
+        let tokens: Vec<&str> = token_onsets(&lines).into_iter().map(|(_, t)| t).collect();
+        assert_eq!(
+            tokens.join(" "),
+            "この電気ケトルは約三分で一リットルのお湯を沸かします。 Order yours today only £20!"
+        );
+        // The counts see the Japanese line's words, spread over it; English counts as before.
+        let words = word_onsets(&lines, &[]);
+        let japanese = words.iter().filter(|w| w.onset < 3.0).count();
+        assert!(japanese > 8, "{words:?}");
+        assert!(words.iter().any(|w| w.onset > 2.0 && w.onset < 3.0));
+        assert_eq!(words.len() - japanese, 5);
     }
 
     #[test]
