@@ -291,6 +291,22 @@ pub fn over_still(dir: &Path, name: &str, audio: &[&str]) -> PathBuf {
     )
 }
 
+/// One plugin runtime for the whole test binary, as a service holds one: the batteries score
+/// hundreds of clips, and a runtime per clip built a wasmtime engine and compiled the lens
+/// plugin with Cranelift every time.
+fn plugin_runtime() -> std::sync::Arc<brainscan::plugins::PluginRuntime> {
+    static RUNTIME: OnceLock<std::sync::Arc<brainscan::plugins::PluginRuntime>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            brainscan::plugins::PluginRuntime::new(
+                brainscan::config::PluginConfig::defaults(),
+                None,
+            )
+            .expect("plugin runtime")
+        })
+        .clone()
+}
+
 /// The built-in lens plugin's series for a clip's networks, and the runtime and clip they came
 /// from.
 pub async fn lens_series(
@@ -300,9 +316,7 @@ pub async fn lens_series(
     brainscan::plugins::bindings::ClipData,
     Vec<brainscan::plugins::bindings::wit::LensSeries>,
 ) {
-    let runtime =
-        brainscan::plugins::PluginRuntime::new(brainscan::config::PluginConfig::defaults(), None)
-            .expect("plugin runtime");
+    let runtime = plugin_runtime();
     let plugin = builtin(&runtime, "lens_standard.wasm");
     let lenses = plugin.manifest.provides.clone();
     let clip = brainscan::analysis::clip_of(out);
@@ -313,15 +327,35 @@ pub async fn lens_series(
     (runtime, clip, series)
 }
 
+/// A built-in plugin loaded into `runtime` (the binary's shared one, [`lens_series`]'s),
+/// compiled once per file.
 pub fn builtin(
-    runtime: &brainscan::plugins::PluginRuntime,
+    runtime: &std::sync::Arc<brainscan::plugins::PluginRuntime>,
     file: &str,
 ) -> std::sync::Arc<brainscan::plugins::runtime::LoadedPlugin> {
+    type Loaded = std::collections::HashMap<
+        String,
+        std::sync::Arc<brainscan::plugins::runtime::LoadedPlugin>,
+    >;
+    static LOADED: OnceLock<std::sync::Mutex<Loaded>> = OnceLock::new();
+    assert!(
+        std::sync::Arc::ptr_eq(runtime, &plugin_runtime()),
+        "built-in plugins are cached for the shared runtime only"
+    );
+    let cache = LOADED.get_or_init(Default::default);
+    if let Some(p) = cache.lock().expect("plugin cache").get(file) {
+        return p.clone();
+    }
     let (_, bytes) = brainscan::plugins::defaults::DEFAULTS
         .iter()
         .find(|(f, _)| *f == file)
         .expect("built-in plugin");
-    std::sync::Arc::new(runtime.load(bytes, "builtin").expect("load"))
+    let plugin = std::sync::Arc::new(runtime.load(bytes, "builtin").expect("load"));
+    cache
+        .lock()
+        .expect("plugin cache")
+        .insert(file.to_owned(), plugin.clone());
+    plugin
 }
 
 /// The built-in lens plugin's clip means of the four default lenses, in this order.
