@@ -16,8 +16,8 @@ use brainscan::inference::v2::{FEATURE_COUNT_V2, feature_index};
 use brainscan::result::NETWORKS;
 
 use crate::support::{
-    FACELESS_PATTERNS, analyse, builtin, corpus_clips, ffmpeg, lens_series, pattern_clip, qualia,
-    real_media, speech,
+    FACELESS_PATTERNS, analyse, analyse_shared, builtin, corpus_clips, ffmpeg, lens_series,
+    pattern_clip, qualia, real_media, speech,
 };
 
 fn std(v: &[f64]) -> f64 {
@@ -58,7 +58,7 @@ async fn every_network_moves_and_its_texts_go_both_ways() {
     let mut alarm = std::collections::BTreeSet::new();
     let (mut coercive, mut skeptic, mut not_skeptic) = (false, false, false);
     for clip in &clips {
-        let out = analyse(clip).await;
+        let out = analyse_shared(clip).await;
         if clip.starts_with(real_media()) {
             for row in &out.networks {
                 for (n, v) in row.iter().enumerate() {

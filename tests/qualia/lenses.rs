@@ -17,7 +17,7 @@ use brainscan::grounding::pearson;
 use brainscan_readouts::{LENSES, Readout};
 
 use crate::support::{
-    NARRATION, analyse, brainscan, corpus_clips, encode, ok, over_still, qualia, speech,
+    NARRATION, analyse_shared, brainscan, corpus_clips, encode, ok, over_still, qualia, speech,
 };
 
 /// Unit-length positive credible profile of a construct.
@@ -139,7 +139,7 @@ async fn lens_independence_is_measured_and_pinned() {
     // The same, on the raw readouts (weighted network sums before the percentile scale).
     let mut pooled_raw: Vec<[f64; 4]> = Vec::new();
     for path in &clips {
-        let out = analyse(path).await;
+        let out = analyse_shared(path).await;
         let raw: Vec<Vec<f64>> = LENSES
             .iter()
             .map(|l| out.networks.iter().map(|r| l.raw(r)).collect())

@@ -118,6 +118,27 @@ pub async fn analyse(path: &Path) -> QualiaOutput {
     analyse_with(&qualia(), path).await
 }
 
+/// [`analyse`] of a real clip of the reference media, computed once per test binary and
+/// shared: those files never change (`scripts/fetch-test-media` checks their sha256), and
+/// three tests read the whole reference corpus with the default model, each of which used to
+/// decode and analyse it again. A clip anywhere else is analysed afresh. Tests of determinism
+/// must call [`analyse`], which always computes.
+pub async fn analyse_shared(path: &Path) -> QualiaOutput {
+    type Analyses = std::collections::HashMap<PathBuf, Arc<tokio::sync::OnceCell<QualiaOutput>>>;
+    static DONE: OnceLock<std::sync::Mutex<Analyses>> = OnceLock::new();
+    if !path.starts_with(real_media()) {
+        return analyse(path).await;
+    }
+    let cell = DONE
+        .get_or_init(Default::default)
+        .lock()
+        .expect("shared analyses")
+        .entry(path.to_path_buf())
+        .or_default()
+        .clone();
+    cell.get_or_init(|| analyse(path)).await.clone()
+}
+
 pub async fn analyse_with(q: &Qualia, path: &Path) -> QualiaOutput {
     let info = probe::probe(path, Duration::from_secs(30))
         .await
