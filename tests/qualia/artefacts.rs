@@ -67,7 +67,7 @@ async fn every_network_moves_and_its_texts_go_both_ways() {
             }
         }
         let (runtime, data, lenses) = lens_series(&out).await;
-        let plugin = builtin(&runtime, "manipulation_standard.wasm");
+        let plugin = builtin("manipulation_standard.wasm");
         let (block, _) = runtime.analyze(&plugin, &data).await.expect("manipulation");
         for c in &block.circuits {
             if c.key == "alarm" {
@@ -78,7 +78,7 @@ async fn every_network_moves_and_its_texts_go_both_ways() {
             .mechanisms
             .iter()
             .any(|m| m.key == "CA" && m.share > 0.0);
-        let moments = builtin(&runtime, "moments_standard.wasm");
+        let moments = builtin("moments_standard.wasm");
         let (detection, _) = runtime
             .detect(&moments, &data, &lenses)
             .await
@@ -225,7 +225,7 @@ async fn a_silent_pattern_reads_not_assessable_not_critical() {
         assert_eq!(s.score, 50.0);
         assert!(s.reason.contains("not assessable"), "{}", s.reason);
     }
-    let plugin = builtin(&runtime, "manipulation_standard.wasm");
+    let plugin = builtin("manipulation_standard.wasm");
     let (block, _) = runtime.analyze(&plugin, &clip).await.expect("manipulation");
     assert_eq!(block.conversion_risk, 50.0);
     assert_ne!(block.risk_band, "high");
@@ -281,7 +281,7 @@ async fn a_silent_pattern_reads_not_assessable_not_critical() {
         "{}",
         block.quadrant.how
     );
-    let moments = builtin(&runtime, "moments_standard.wasm");
+    let moments = builtin("moments_standard.wasm");
     let (detection, _) = runtime
         .detect(&moments, &clip, &lenses)
         .await

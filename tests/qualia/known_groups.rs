@@ -142,7 +142,7 @@ fn clip(dir: &Path, group: Group, index: usize, presentation: Presentation) -> P
 async fn score(path: &Path) -> ([f64; 4], Vec<f64>, usize) {
     let out = analyse(path).await;
     let (runtime, data, series) = lens_series(&out).await;
-    let block = builtin(&runtime, "manipulation_standard.wasm");
+    let block = builtin("manipulation_standard.wasm");
     let (block, _) = runtime
         .analyze(&block, &data)
         .await

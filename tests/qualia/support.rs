@@ -338,7 +338,7 @@ pub async fn lens_series(
     Vec<brainscan::plugins::bindings::wit::LensSeries>,
 ) {
     let runtime = plugin_runtime();
-    let plugin = builtin(&runtime, "lens_standard.wasm");
+    let plugin = builtin("lens_standard.wasm");
     let lenses = plugin.manifest.provides.clone();
     let clip = brainscan::analysis::clip_of(out);
     let (series, _) = runtime
@@ -348,21 +348,14 @@ pub async fn lens_series(
     (runtime, clip, series)
 }
 
-/// A built-in plugin loaded into `runtime` (the binary's shared one, [`lens_series`]'s),
-/// compiled once per file.
-pub fn builtin(
-    runtime: &std::sync::Arc<brainscan::plugins::PluginRuntime>,
-    file: &str,
-) -> std::sync::Arc<brainscan::plugins::runtime::LoadedPlugin> {
+/// A built-in plugin loaded into the binary's shared runtime ([`lens_series`]'s), compiled
+/// once per file.
+pub fn builtin(file: &str) -> std::sync::Arc<brainscan::plugins::runtime::LoadedPlugin> {
     type Loaded = std::collections::HashMap<
         String,
         std::sync::Arc<brainscan::plugins::runtime::LoadedPlugin>,
     >;
     static LOADED: OnceLock<std::sync::Mutex<Loaded>> = OnceLock::new();
-    assert!(
-        std::sync::Arc::ptr_eq(runtime, &plugin_runtime()),
-        "built-in plugins are cached for the shared runtime only"
-    );
     let cache = LOADED.get_or_init(Default::default);
     if let Some(p) = cache.lock().expect("plugin cache").get(file) {
         return p.clone();
@@ -371,7 +364,7 @@ pub fn builtin(
         .iter()
         .find(|(f, _)| *f == file)
         .expect("built-in plugin");
-    let plugin = std::sync::Arc::new(runtime.load(bytes, "builtin").expect("load"));
+    let plugin = std::sync::Arc::new(plugin_runtime().load(bytes, "builtin").expect("load"));
     cache
         .lock()
         .expect("plugin cache")

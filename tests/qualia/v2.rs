@@ -99,7 +99,7 @@ async fn a_burst_at_ten_seconds_moves_nothing_before_second_ten() {
             assert!((s[10] - s[1]).abs() > 0.05, "{s:?}");
             // And the built-in moments plugin, on the lens series, places nothing before it.
             let (runtime, clip, lenses) = lens_series(&out).await;
-            let moments = builtin(&runtime, "moments_standard.wasm");
+            let moments = builtin("moments_standard.wasm");
             let (detection, _) = runtime
                 .detect(&moments, &clip, &lenses)
                 .await
@@ -712,7 +712,7 @@ async fn japanese_speech_is_quoted_as_said_and_its_meaning_is_read_in_japanese()
     let voiced = feature(&out, "speech_presence");
     assert!(mean(&voiced) > 0.3, "voice presence {:.2}", mean(&voiced));
     let (runtime, clip, lenses) = lens_series(&out).await;
-    let moments = builtin(&runtime, "moments_standard.wasm");
+    let moments = builtin("moments_standard.wasm");
     let (detection, _) = runtime
         .detect(&moments, &clip, &lenses)
         .await
