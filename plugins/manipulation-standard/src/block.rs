@@ -436,7 +436,8 @@ fn circuit_clause(band: &str, circuits: &[Circuit]) -> String {
         read(alarm)
     );
     let pull_wins = matches!(band, "high" | "elevated");
-    let raised = |c: &Circuit| c.reading != "not assessable" && c.direction == "raised";
+    // A circuit that is not assessable reads `steady`, so only a reading can be raised.
+    let raised = |c: &Circuit| c.direction == "raised";
     match (pull_wins, raised(scrutiny), raised(alarm)) {
         (true, true, true) => clause.push_str(
             " Both push back, but the pull outweighs the scrutiny.",
