@@ -3,13 +3,17 @@
 //! the share of the scan it adds: the qualia analysis of the same clip (a generated 720p clip
 //! with sound, 180 s) is measured in the same run as the baseline.
 //!
+//! It compares, in the same run, frames made on the CPU and on the device, x264's threads at 2
+//! (before) and automatic, and faster presets; the first line measured is the baseline.
+//!
 //! Needs `scripts/fetch-models` (the surfaces and the speech models) and ffmpeg.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use brainscan::local::ModelArgs;
-use brainscan::render::video::{CortexVideo, Encoder};
+use brainscan::render::timing;
+use brainscan::render::video::CortexVideo;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -48,68 +52,37 @@ async fn main() -> anyhow::Result<()> {
     let t = Instant::now();
     let out = q.analyse(&clip, &probe, 180, None).await?;
     let analysis = t.elapsed().as_secs_f64();
-    let timeline: Vec<brainscan::result::StoredSecond> = (0..out.duration_sec.floor() as usize)
-        .map(|s| brainscan::result::StoredSecond {
-            second: s as u32,
-            scores: [("attention".to_owned(), 50.0 + 20.0 * (s as f64 / 9.0).sin())].into(),
-            benchmark: Default::default(),
-            reasons: Default::default(),
-            raw: out.networks[s].map(f64::from),
-        })
-        .collect();
+    let timeline =
+        brainscan::render::timing::timeline_of(&out.networks[..out.duration_sec.floor() as usize]);
 
     let t = Instant::now();
     let video = CortexVideo::new(&q.gpu, &args.models_dir)?;
     let startup = t.elapsed().as_secs_f64();
     let lenses = ["attention".to_owned()];
     println!(
-        "adapter: {} ({:?})",
-        q.gpu.adapter_info.name, q.gpu.adapter_info.backend
+        "adapter: {} ({:?}, {:?}); frames made on: {:?} (shipped for this adapter); cores: {}",
+        q.gpu.adapter_info.name,
+        q.gpu.adapter_info.backend,
+        q.gpu.adapter_info.device_type,
+        video.frame_maker(),
+        std::thread::available_parallelism().map_or(1, usize::from),
     );
-    println!("surface load and draw, once per worker: {startup:.2} s");
+    println!("surface load, draw and frame kernel, once per worker: {startup:.2} s");
     println!("qualia analysis of the same clip (baseline, this run): {analysis:.2} s");
-    // The shipped encoder settings first, then faster presets for comparison.
-    let candidates = [
-        Encoder::SHIPPED,
-        Encoder {
-            preset: "superfast",
-            crf: 23,
-        },
-        Encoder {
-            preset: "ultrafast",
-            crf: 23,
-        },
-    ];
-    for encoder in candidates {
-        let mut runs = Vec::new();
-        for _ in 0..3 {
-            let t = Instant::now();
-            let v = video
-                .render_with(
-                    &timeline,
-                    &lenses,
-                    dir.path(),
-                    Duration::from_secs(300),
-                    encoder,
-                )
-                .await?;
-            runs.push((t.elapsed().as_secs_f64(), v.mp4.len(), v.frames));
-        }
-        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (render, bytes, frames) = runs[1];
+    let f = timing::time_frames(&video, &q.gpu, &timeline, &lenses)?;
+    println!(
+        "frames only, {} frames: CPU (RGB) {:.2} s, device (YUV 4:2:0, read back) {:.2} s; device/CPU {:.2}",
+        f.frames,
+        f.cpu_s,
+        f.device_s,
+        f.device_s / f.cpu_s
+    );
+    for r in timing::time_renders(&video, &q.gpu, &timeline, &lenses, dir.path(), 3).await? {
         println!(
-            "cortex video, {} s clip, x264 {} crf {}{}: {render:.2} s (median of 3), {frames} frames, {:.1} MB; goal <= 12 s: {}; adds {:.0} % to the analysis",
+            "cortex video, {} s clip, {r} (median of 3); goal <= 12 s: {}; adds {:.0} % to the analysis",
             timeline.len(),
-            encoder.preset,
-            encoder.crf,
-            if encoder == Encoder::SHIPPED {
-                " (shipped)"
-            } else {
-                ""
-            },
-            bytes as f64 / 1e6,
-            if render <= 12.0 { "met" } else { "NOT met" },
-            100.0 * render / analysis,
+            if r.seconds <= 12.0 { "met" } else { "NOT met" },
+            100.0 * r.seconds / analysis,
         );
     }
     Ok(())

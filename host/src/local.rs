@@ -211,6 +211,10 @@ pub struct BenchArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also time the cortex video of the clip: frames on the CPU and on the device, and each
+    /// frame maker and encoder setting against the settings before frames moved to the device.
+    #[arg(long)]
+    pub render: bool,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -1338,6 +1342,11 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     bar.set_message("kernels alone");
     let kernels = isolated_kernels(&q, &args.input, &info, runs.max(3)).await?;
     bar.finish_and_clear();
+    let render = if args.render {
+        Some(bench_render(&q, &args.model, &out, runs).await?)
+    } else {
+        None
+    };
     let doc = serde_json::json!({
         "clip": args.input.display().to_string(),
         "duration_sec": out.duration_sec,
@@ -1355,6 +1364,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         "stage_times_ms_in_scan": stage_ms(&out),
         "kernel_ms_per_10s_isolated": kernels,
         "peak_rss_mib": { "decode_only": decode_peak / 1024, "scan": scan_peak / 1024 },
+        "render": render,
     });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -1388,6 +1398,58 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             decode_peak / 1024,
             scan_peak / 1024
         );
+        if let Some(r) = &render {
+            println!(
+                "render          {}",
+                r["frames"].as_str().unwrap_or_default()
+            );
+            for line in r["settings"].as_array().into_iter().flatten() {
+                println!(
+                    "                {}",
+                    line["line"].as_str().unwrap_or_default()
+                );
+            }
+        }
     }
     Ok(())
+}
+
+/// `bench --render`: the cortex video of the scanned clip (see [`crate::render::timing`]).
+async fn bench_render(
+    q: &Qualia,
+    model: &ModelArgs,
+    out: &QualiaOutput,
+    runs: usize,
+) -> anyhow::Result<serde_json::Value> {
+    use crate::render::timing;
+    let gpu = q.gpu.clone();
+    let dir = model.models_dir.clone();
+    let video =
+        tokio::task::spawn_blocking(move || crate::render::video::CortexVideo::new(&gpu, &dir))
+            .await??;
+    let seconds = (out.duration_sec.floor() as usize).min(out.networks.len());
+    let timeline = timing::timeline_of(&out.networks[..seconds]);
+    let lenses = vec!["attention".to_owned()];
+    let (v, gpu, tl, ls) = (
+        video.clone(),
+        q.gpu.clone(),
+        timeline.clone(),
+        lenses.clone(),
+    );
+    let frames =
+        tokio::task::spawn_blocking(move || timing::time_frames(&v, &gpu, &tl, &ls)).await??;
+    let work = tempfile::tempdir()?;
+    let settings =
+        timing::time_renders(&video, &q.gpu, &timeline, &lenses, work.path(), runs).await?;
+    Ok(serde_json::json!({
+        "frames": format!(
+            "{} frames alone: CPU {:.2} s, device {:.2} s (device/CPU {:.2})",
+            frames.frames, frames.cpu_s, frames.device_s, frames.device_s / frames.cpu_s
+        ),
+        "frames_s": frames,
+        "settings": settings
+            .iter()
+            .map(|r| serde_json::json!({ "line": r.to_string(), "timing": r }))
+            .collect::<Vec<_>>(),
+    }))
 }

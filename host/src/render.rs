@@ -9,7 +9,9 @@
 //! the scan id are written into the PNG's text chunks so the file explains itself.
 
 pub mod cortex;
+pub mod gpu_frames;
 pub mod surface;
+pub mod timing;
 pub mod video;
 
 use crate::result::{NETWORKS, StoredSecond};

@@ -7,7 +7,10 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use brainscan::render::cortex::{BACKGROUND, PANEL_W, VIEW_H, VIEW_W};
-use brainscan::render::video::{CortexVideo, FPS, HEIGHT, WIDTH, colour, frames};
+use brainscan::render::gpu_frames::{BATCH_FRAMES, YUV_FRAME_BYTES};
+use brainscan::render::video::{
+    CortexVideo, FPS, FrameMaker, HEIGHT, WIDTH, colour, frames, yuv420,
+};
 use brainscan::result::StoredSecond;
 
 use crate::support::gpu;
@@ -153,13 +156,64 @@ fn network_colour(frame: &[u8], network: u8) -> [f64; 3] {
     sum.map(|s| s / n)
 }
 
+/// The frames made on the device are the CPU's frames converted by `yuv420`, byte for byte,
+/// across batch boundaries and a short last batch: every slot colour, the shading, the labels,
+/// the playhead and the clock. Runs on lavapipe in CI.
+#[test]
+fn device_frames_are_the_cpu_frames_in_yuv_byte_for_byte() {
+    let mut t = timeline(7, 0, 0, 0.0);
+    for (s, second) in t.iter_mut().enumerate() {
+        for (k, v) in second.raw.iter_mut().enumerate() {
+            *v = ((s * 7 + k) as f64 * 0.77).sin() * 3.5;
+        }
+    }
+    t[4].raw[2] = f64::NAN;
+    let lenses = ["attention".to_owned(), "manipulation".to_owned()];
+    let cpu: Vec<Vec<u8>> = frames(video().panel(), &t, &lenses).collect();
+    let count = cpu.len() as u32;
+    assert_eq!(count, 70);
+    let (w, h) = (WIDTH as usize, HEIGHT as usize);
+    let mut distinct = std::collections::HashSet::new();
+    let mut first = 0;
+    while first < count {
+        let n = BATCH_FRAMES.min(count - first);
+        let device = video()
+            .device_frames(&t, &lenses, first, n)
+            .expect("device frames");
+        assert_eq!(device.len(), n as usize * YUV_FRAME_BYTES);
+        for k in 0..n as usize {
+            let expected = yuv420(&cpu[first as usize + k], w, h);
+            let got = &device[k * YUV_FRAME_BYTES..(k + 1) * YUV_FRAME_BYTES];
+            let differing = expected.iter().zip(got).filter(|(a, b)| a != b).count();
+            assert_eq!(
+                differing,
+                0,
+                "frame {}: {differing} bytes differ, the first at {:?}",
+                first as usize + k,
+                expected.iter().zip(got).position(|(a, b)| a != b)
+            );
+            distinct.insert(got.to_vec());
+        }
+        first += n;
+    }
+    assert_eq!(distinct.len(), 70, "every frame differs from the others");
+    // A batch outside the clip is an error, not a read past the end.
+    assert!(video().device_frames(&t, &lenses, 60, 20).is_err());
+}
+
 #[tokio::test]
 async fn a_high_visual_second_lights_occipital_cortex_in_the_high_colour() {
+    for maker in [FrameMaker::Cpu, FrameMaker::Device] {
+        a_high_visual_second_lights_occipital_cortex_with(video().clone().with_frames(maker)).await;
+    }
+}
+
+async fn a_high_visual_second_lights_occipital_cortex_with(video: CortexVideo) {
     let dir = tempfile::tempdir().expect("tempdir");
     let seconds = 10;
     let t = timeline(seconds, 0, 5, 3.0);
     let lenses = ["attention".to_owned(), "manipulation".to_owned()];
-    let v = video()
+    let v = video
         .render(&t, &lenses, dir.path(), Duration::from_secs(60))
         .await
         .expect("renders");
@@ -170,6 +224,8 @@ async fn a_high_visual_second_lights_occipital_cortex_in_the_high_colour() {
     let stream = &probe["streams"][0];
     assert_eq!(stream["codec_name"], "h264", "{probe}");
     assert_eq!(stream["pix_fmt"], "yuv420p");
+    assert_eq!(stream["color_space"], "smpte170m", "{probe}");
+    assert_eq!(stream["color_range"], "tv");
     assert_eq!(stream["r_frame_rate"], "10/1");
     assert_eq!(stream["nb_read_frames"], "100");
     assert_eq!(
@@ -228,14 +284,20 @@ async fn the_render_is_deterministic() {
         "the surface drew differently"
     );
     let dir = tempfile::tempdir().expect("tempdir");
-    let x = video()
-        .render(&t, &lenses, dir.path(), Duration::from_secs(60))
-        .await
-        .expect("x");
-    let y = video()
-        .render(&t, &lenses, dir.path(), Duration::from_secs(60))
-        .await
-        .expect("y");
-    assert!(x.mp4 == y.mp4, "the MP4 bytes differ between runs");
-    assert!(x.poster_png == y.poster_png);
+    for maker in [FrameMaker::Cpu, FrameMaker::Device] {
+        let video = video().clone().with_frames(maker);
+        let x = video
+            .render(&t, &lenses, dir.path(), Duration::from_secs(60))
+            .await
+            .expect("x");
+        let y = video
+            .render(&t, &lenses, dir.path(), Duration::from_secs(60))
+            .await
+            .expect("y");
+        assert!(
+            x.mp4 == y.mp4,
+            "{maker:?}: the MP4 bytes differ between runs"
+        );
+        assert!(x.poster_png == y.poster_png);
+    }
 }

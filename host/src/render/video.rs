@@ -18,7 +18,9 @@ use anyhow::{Context, bail, ensure};
 use tokio::io::AsyncWriteExt as _;
 
 use super::cortex::{BACKGROUND, PANEL_H, PANEL_W, Panel};
+use super::gpu_frames::FrameKernel;
 use super::surface::NO_NETWORK;
+use crate::inference::gpu::GpuContext;
 use crate::result::StoredSecond;
 
 /// Frames per second of the video (the issue asks at least 10).
@@ -44,7 +46,7 @@ const LOW: [f64; 3] = [33.0, 102.0, 172.0];
 const HIGH: [f64; 3] = [178.0, 24.0, 43.0];
 const UNLABELLED: [f64; 3] = [110.0, 110.0, 110.0];
 const BACKDROP: [u8; 3] = [18, 18, 22];
-const INK: [u8; 3] = [220, 220, 220];
+pub(super) const INK: [u8; 3] = [220, 220, 220];
 const LENS_COLOURS: [[u8; 3]; 6] = [
     [255, 196, 61],
     [86, 204, 242],
@@ -64,7 +66,7 @@ pub fn colour(z: f64) -> [u8; 3] {
 }
 
 /// The seven values at time `t` seconds: linear between the values of whole seconds.
-fn values_at(timeline: &[StoredSecond], t: f64) -> [f64; 7] {
+pub(super) fn values_at(timeline: &[StoredSecond], t: f64) -> [f64; 7] {
     let last = timeline.len().saturating_sub(1);
     let i = (t.floor().max(0.0) as usize).min(last);
     let j = (i + 1).min(last);
@@ -73,7 +75,7 @@ fn values_at(timeline: &[StoredSecond], t: f64) -> [f64; 7] {
 }
 
 /// Writes `text` in the 8 x 8 font with its top-left corner at (x, y); clipped to the frame.
-fn text(frame: &mut [u8], x: u32, y: u32, s: &str, ink: [u8; 3]) {
+pub(super) fn text(frame: &mut [u8], x: u32, y: u32, s: &str, ink: [u8; 3]) {
     for (i, ch) in s.chars().enumerate() {
         let glyph = font8x8::legacy::BASIC_LEGACY
             .get(ch as usize)
@@ -97,11 +99,11 @@ fn put(frame: &mut [u8], x: u32, y: u32, c: [u8; 3]) {
 }
 
 /// The plot area of the lens strip: x0, width, y top, height.
-const PLOT: (u32, u32, u32, u32) = (8, WIDTH - 16, PANEL_H + 30, STRIP_H - 36);
+pub(super) const PLOT: (u32, u32, u32, u32) = (8, WIDTH - 16, PANEL_H + 30, STRIP_H - 36);
 
 /// Everything that does not change from frame to frame: the strip's curves, legend and
 /// caption, drawn once per clip.
-fn strip_base(timeline: &[StoredSecond], lenses: &[String]) -> Vec<u8> {
+pub(super) fn strip_base(timeline: &[StoredSecond], lenses: &[String]) -> Vec<u8> {
     let mut strip = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
     for px in strip.chunks_exact_mut(3) {
         px.copy_from_slice(&BACKDROP);
@@ -158,61 +160,140 @@ fn strip_base(timeline: &[StoredSecond], lenses: &[String]) -> Vec<u8> {
     strip
 }
 
+/// What changes from one frame to the next: the nine slot colours (seven networks, then
+/// unlabelled cortex and the backdrop), the playhead's column and the clock's text. The CPU
+/// frames and the device frames ([`super::gpu_frames`]) both read it, so they cannot drift.
+pub(super) struct FrameState {
+    pub colours: [[u8; 3]; 9],
+    pub playhead_x: u32,
+    pub clock: String,
+}
+
+/// The rows the playhead covers, and the clock's top-left corner given its length.
+pub(super) const PLAYHEAD_ROWS: (u32, u32) = (PLOT.2 - 2, PLOT.2 + PLOT.3 + 2);
+pub(super) const CLOCK_Y: u32 = PANEL_H + 4;
+
+pub(super) fn clock_x(clock: &str) -> u32 {
+    WIDTH - 8 - clock.len() as u32 * 8
+}
+
+/// The colour of slot 7 (cortex without a network) and slot 8 (the backdrop).
+pub(super) const UNLABELLED_SLOT: usize = 7;
+pub(super) const BACKDROP_SLOT: usize = 8;
+
+/// Frame `index`'s [`FrameState`].
+pub(super) fn frame_state(timeline: &[StoredSecond], index: u32) -> FrameState {
+    let t = f64::from(index) / f64::from(FPS);
+    let values = values_at(timeline, t);
+    let colours = std::array::from_fn(|slot| match slot {
+        0..7 => colour(values[slot]),
+        UNLABELLED_SLOT => UNLABELLED.map(|c| c as u8),
+        _ => BACKDROP,
+    });
+    let (x0, w, _, _) = PLOT;
+    let n = timeline.len().max(1) as f64;
+    let playhead_x = x0 + ((t / n) * f64::from(w)).round().min(f64::from(w - 1)) as u32;
+    FrameState {
+        colours,
+        playhead_x,
+        clock: format!("t = {t:5.1} s"),
+    }
+}
+
+/// The slot of a panel pixel (see [`FrameState::colours`]).
+pub(super) fn slot_of(network: u8) -> usize {
+    match network {
+        BACKGROUND => BACKDROP_SLOT,
+        n if n == NO_NETWORK => UNLABELLED_SLOT,
+        n => usize::from(n.min(6)),
+    }
+}
+
+/// Writes each view's label onto `frame`.
+pub(super) fn view_labels(frame: &mut [u8]) {
+    for (k, label) in VIEW_LABELS.iter().enumerate() {
+        let (col, row) = (k as u32 % 2, k as u32 / 2);
+        text(
+            frame,
+            col * PANEL_W / 2 + 6,
+            row * PANEL_H / 2 + 6,
+            label,
+            VIEW_LABEL_INK,
+        );
+    }
+}
+
+const VIEW_LABEL_INK: [u8; 3] = [150, 150, 160];
+pub(super) const PLAYHEAD: [u8; 3] = [255, 255, 255];
+
 /// Frame `index` (time `index / FPS`): the panel coloured by that moment's values over the
 /// strip, with the playhead and the time.
 fn frame(panel: &Panel, timeline: &[StoredSecond], base: &[u8], index: u32) -> Vec<u8> {
-    let t = f64::from(index) / f64::from(FPS);
-    let values = values_at(timeline, t);
-    // A table per frame: for each of 7 networks, unlabelled cortex and the backdrop, the
-    // colour at each of 256 shades. Each pixel is then a lookup.
+    let state = frame_state(timeline, index);
+    // A table per frame: for each of the nine slots, the colour at each of 256 shades. Each
+    // pixel is then a lookup.
     let mut lut = vec![0u8; 9 * 256 * 3];
-    for slot in 0..9usize {
-        let base_colour: [f64; 3] = match slot {
-            0..7 => colour(values[slot]).map(f64::from),
-            7 => UNLABELLED,
-            _ => BACKDROP.map(f64::from),
-        };
+    for (slot, base_colour) in state.colours.iter().enumerate() {
         for shade in 0..256usize {
-            let s = if slot == 8 { 1.0 } else { shade as f64 / 255.0 };
+            let s = if slot == BACKDROP_SLOT {
+                1.0
+            } else {
+                shade as f64 / 255.0
+            };
             for k in 0..3 {
-                lut[(slot * 256 + shade) * 3 + k] = (base_colour[k] * s).round() as u8;
+                lut[(slot * 256 + shade) * 3 + k] = (f64::from(base_colour[k]) * s).round() as u8;
             }
         }
     }
     let mut out = base.to_vec();
     for (i, (&net, &shade)) in panel.network.iter().zip(&panel.shade).enumerate() {
-        let slot = match net {
-            BACKGROUND => 8,
-            n if n == NO_NETWORK => 7,
-            n => usize::from(n.min(6)),
-        };
-        let l = (slot * 256 + usize::from(shade)) * 3;
+        let l = (slot_of(net) * 256 + usize::from(shade)) * 3;
         out[i * 3..i * 3 + 3].copy_from_slice(&lut[l..l + 3]);
     }
-    for (k, label) in VIEW_LABELS.iter().enumerate() {
-        let (col, row) = (k as u32 % 2, k as u32 / 2);
-        text(
-            &mut out,
-            col * PANEL_W / 2 + 6,
-            row * PANEL_H / 2 + 6,
-            label,
-            [150, 150, 160],
-        );
+    view_labels(&mut out);
+    for y in PLAYHEAD_ROWS.0..PLAYHEAD_ROWS.1 {
+        put(&mut out, state.playhead_x, y, PLAYHEAD);
     }
-    let (x0, w, top, h) = PLOT;
-    let n = timeline.len().max(1) as f64;
-    let x = x0 + ((t / n) * f64::from(w)).round().min(f64::from(w - 1)) as u32;
-    for y in top - 2..top + h + 2 {
-        put(&mut out, x, y, [255, 255, 255]);
+    text(&mut out, clock_x(&state.clock), CLOCK_Y, &state.clock, INK);
+    out
+}
+
+/// A frame's RGB24 as YUV 4:2:0 (BT.601, limited range; each chroma sample the mean of its
+/// 2 x 2 pixels), in integer arithmetic: what the device's frames are, byte for byte (the
+/// parity test compares them). `width` and `height` even.
+#[must_use]
+pub fn yuv420(rgb: &[u8], width: usize, height: usize) -> Vec<u8> {
+    let plane = width * height;
+    let mut out = vec![0u8; plane * 3 / 2];
+    let px = |x: usize, y: usize| {
+        let i = (y * width + x) * 3;
+        [
+            i32::from(rgb[i]),
+            i32::from(rgb[i + 1]),
+            i32::from(rgb[i + 2]),
+        ]
+    };
+    for y in 0..height {
+        for x in 0..width {
+            let [r, g, b] = px(x, y);
+            out[y * width + x] = (((66 * r + 129 * g + 25 * b + 128) >> 8) + 16) as u8;
+        }
     }
-    let clock = format!("t = {t:5.1} s");
-    text(
-        &mut out,
-        WIDTH - 8 - clock.len() as u32 * 8,
-        PANEL_H + 4,
-        &clock,
-        INK,
-    );
+    for cy in 0..height / 2 {
+        for cx in 0..width / 2 {
+            let mut m = [2i32; 3];
+            for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                let p = px(cx * 2 + dx, cy * 2 + dy);
+                for k in 0..3 {
+                    m[k] += p[k];
+                }
+            }
+            let [r, g, b] = m.map(|v| v / 4);
+            let i = cy * (width / 2) + cx;
+            out[plane + i] = (((-38 * r - 74 * g + 112 * b + 128) >> 8) + 128) as u8;
+            out[plane + plane / 4 + i] = (((112 * r - 94 * g - 18 * b + 128) >> 8) + 128) as u8;
+        }
+    }
     out
 }
 
@@ -255,6 +336,8 @@ pub struct Encoder {
     pub preset: &'static str,
     /// Constant rate factor: lower is larger and closer to the frames.
     pub crf: u8,
+    /// x264's threads; 0 lets x264 choose (1.5 per core).
+    pub threads: u16,
 }
 
 impl Encoder {
@@ -262,17 +345,48 @@ impl Encoder {
     pub const SHIPPED: Self = Self {
         preset: "veryfast",
         crf: 23,
+        threads: 0,
     };
+}
+
+/// Where a clip's frames are made: on the qualia device, as YUV 4:2:0
+/// ([`super::gpu_frames`]), or on the CPU, as RGB that ffmpeg converts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameMaker {
+    Device,
+    Cpu,
+}
+
+impl FrameMaker {
+    /// The device on a real GPU; the CPU on a CPU adapter (lavapipe), where the kernel would
+    /// run on the same cores as the encoder (`cargo bench --bench render` measures both).
+    #[must_use]
+    pub fn for_adapter(info: &wgpu::AdapterInfo) -> Self {
+        if info.device_type == wgpu::DeviceType::Cpu {
+            Self::Cpu
+        } else {
+            Self::Device
+        }
+    }
+}
+
+/// What [`encode`] reads frames from.
+#[derive(Debug, Clone)]
+pub struct FrameSource {
+    pub panel: Arc<Panel>,
+    /// The device and its compiled kernel, for [`FrameMaker::Device`].
+    pub device: Option<(Arc<GpuContext>, Arc<FrameKernel>)>,
+    pub maker: FrameMaker,
 }
 
 /// Encodes the cortex video of `timeline` with ffmpeg (`ffmpeg` on PATH), working in
 /// `work_dir`, within `deadline`.
 ///
 /// # Errors
-/// An empty timeline, ffmpeg missing or failing (with its last stderr lines), or the
-/// deadline passing.
+/// An empty timeline, ffmpeg missing or failing (with its last stderr lines), a device
+/// error, or the deadline passing.
 pub async fn encode(
-    panel: Arc<Panel>,
+    source: FrameSource,
     timeline: Arc<Vec<StoredSecond>>,
     lenses: Arc<Vec<String>>,
     work_dir: &Path,
@@ -280,7 +394,17 @@ pub async fn encode(
     encoder: Encoder,
 ) -> anyhow::Result<Video> {
     ensure!(!timeline.is_empty(), "no seconds to render");
+    let device = match source.maker {
+        FrameMaker::Device => Some(
+            source
+                .device
+                .clone()
+                .context("frames on the device need the device")?,
+        ),
+        FrameMaker::Cpu => None,
+    };
     let crf = encoder.crf.to_string();
+    let threads = encoder.threads.to_string();
     let out = tempfile::Builder::new()
         .prefix("cortex-")
         .suffix(".mp4")
@@ -288,20 +412,18 @@ pub async fn encode(
         .context("creating the video file")?;
     let size = format!("{WIDTH}x{HEIGHT}");
     let rate = FPS.to_string();
+    let input_format = if device.is_some() { "yuv420p" } else { "rgb24" };
     let mut child = tokio::process::Command::new("ffmpeg")
         .args(["-hide_banner", "-nostdin", "-loglevel", "error", "-y"])
-        .args(["-f", "rawvideo", "-pix_fmt", "rgb24", "-s", &size])
+        .args(["-f", "rawvideo", "-pix_fmt", input_format, "-s", &size])
         .args(["-framerate", &rate, "-i", "pipe:0"])
         .args(["-c:v", "libx264", "-preset", encoder.preset, "-crf", &crf])
-        .args([
-            "-threads",
-            "2",
-            "-pix_fmt",
-            "yuv420p",
-            "-movflags",
-            "+faststart",
-        ])
-        .args(["-f", "mp4"])
+        .args(["-threads", &threads, "-pix_fmt", "yuv420p"])
+        // Both makers give BT.601 limited range (ffmpeg's own conversion of RGB, and
+        // `yuv420`'s); say so, so that players do not guess.
+        .args(["-colorspace", "smpte170m", "-color_primaries", "smpte170m"])
+        .args(["-color_trc", "smpte170m", "-color_range", "tv"])
+        .args(["-movflags", "+faststart", "-f", "mp4"])
         .arg(out.path())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
@@ -312,24 +434,53 @@ pub async fn encode(
     let stderr = child.stderr.take().map(crate::media::decode::drain_stderr);
     let mut stdin = child.stdin.take().context("ffmpeg's stdin")?;
 
-    // Frames are made on a blocking thread, a few ahead of the encoder at most.
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
-    let (p, tl, ls) = (panel.clone(), timeline.clone(), lenses.clone());
-    let producer = tokio::task::spawn_blocking(move || {
-        for f in frames(&p, &tl, &ls) {
-            if tx.blocking_send(f).is_err() {
-                break; // the encoder stopped; its error is reported there
+    // Frames are made on a blocking thread, a little ahead of the encoder at most: four CPU
+    // frames, or two device batches. Each message is some frames' bytes and their number.
+    let (tx, mut rx) =
+        tokio::sync::mpsc::channel::<anyhow::Result<(Vec<u8>, u32)>>(if device.is_some() {
+            2
+        } else {
+            4
+        });
+    let (p, tl, ls) = (source.panel.clone(), timeline.clone(), lenses.clone());
+    let producer = tokio::task::spawn_blocking(move || match device {
+        Some((gpu, kernel)) => {
+            let made = super::gpu_frames::ClipFrames::new(&gpu, &kernel, &p, &tl, &ls);
+            let clip = match made {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(e));
+                    return;
+                }
+            };
+            let mut first = 0;
+            while first < clip.count {
+                let n = super::gpu_frames::BATCH_FRAMES.min(clip.count - first);
+                let batch = clip.batch(first, n).map(|b| (b, n));
+                let failed = batch.is_err();
+                if tx.blocking_send(batch).is_err() || failed {
+                    break; // the encoder stopped (its error is reported there), or we did
+                }
+                first += n;
+            }
+        }
+        None => {
+            for f in frames(&p, &tl, &ls) {
+                if tx.blocking_send(Ok((f, 1))).is_err() {
+                    break;
+                }
             }
         }
     });
     let work = async {
         let mut count = 0u32;
-        while let Some(f) = rx.recv().await {
+        while let Some(made) = rx.recv().await {
+            let (bytes, n) = made?;
             stdin
-                .write_all(&f)
+                .write_all(&bytes)
                 .await
-                .context("writing a frame to ffmpeg")?;
-            count += 1;
+                .context("writing frames to ffmpeg")?;
+            count += n;
         }
         drop(stdin);
         let status = child.wait().await.context("waiting for ffmpeg")?;
@@ -356,7 +507,7 @@ pub async fn encode(
         .context("reading the video back")?;
     let second = poster_second(&timeline);
     let base = strip_base(&timeline, &lenses);
-    let poster = frame(&panel, &timeline, &base, second as u32 * FPS);
+    let poster = frame(&source.panel, &timeline, &base, second as u32 * FPS);
     let poster_png = png_of(&poster)?;
     Ok(Video {
         mp4,
@@ -379,28 +530,66 @@ fn png_of(rgb: &[u8]) -> anyhow::Result<Vec<u8>> {
 }
 
 /// The cortex video maker of one process: the surface drawn once on the GPU (the views never
-/// change), then any number of clips coloured and encoded.
+/// change), the frame kernel compiled once, then any number of clips coloured and encoded.
 #[derive(Debug, Clone)]
 pub struct CortexVideo {
-    panel: Arc<Panel>,
+    source: FrameSource,
 }
 
 impl CortexVideo {
-    /// Loads the surfaces from the models folder and draws them on `gpu`.
+    /// Loads the surfaces from the models folder and draws them on `gpu`; frames are made
+    /// where [`FrameMaker::for_adapter`] says.
     ///
     /// # Errors
     /// Missing or malformed surface files, or a GPU error.
-    pub fn new(gpu: &crate::inference::gpu::GpuContext, models_dir: &Path) -> anyhow::Result<Self> {
+    pub fn new(gpu: &Arc<GpuContext>, models_dir: &Path) -> anyhow::Result<Self> {
         let cortex = super::surface::Cortex::load(&super::surface::Cortex::dir_in(models_dir))?;
+        let panel = Arc::new(super::cortex::draw(gpu, &cortex)?);
+        let kernel = Arc::new(FrameKernel::new(gpu)?);
         Ok(Self {
-            panel: Arc::new(super::cortex::draw(gpu, &cortex)?),
+            source: FrameSource {
+                panel,
+                device: Some((gpu.clone(), kernel)),
+                maker: FrameMaker::for_adapter(&gpu.adapter_info),
+            },
         })
+    }
+
+    /// The same surface, with frames made by `maker` (the bench and the parity test compare
+    /// them).
+    #[must_use]
+    pub fn with_frames(mut self, maker: FrameMaker) -> Self {
+        self.source.maker = maker;
+        self
+    }
+
+    /// Where this maker's frames are made.
+    #[must_use]
+    pub fn frame_maker(&self) -> FrameMaker {
+        self.source.maker
     }
 
     /// The drawn surface.
     #[must_use]
     pub fn panel(&self) -> &Panel {
-        &self.panel
+        &self.source.panel
+    }
+
+    /// Frames `first..first + n` of `timeline`'s video made on the device, as YUV 4:2:0 (for
+    /// the parity test; [`encode`] streams them).
+    ///
+    /// # Errors
+    /// As [`super::gpu_frames::ClipFrames::batch`].
+    pub fn device_frames(
+        &self,
+        timeline: &[StoredSecond],
+        lenses: &[String],
+        first: u32,
+        n: u32,
+    ) -> anyhow::Result<Vec<u8>> {
+        let (gpu, kernel) = self.source.device.as_ref().context("no device")?;
+        super::gpu_frames::ClipFrames::new(gpu, kernel, &self.source.panel, timeline, lenses)?
+            .batch(first, n)
     }
 
     /// The video of one clip (see [`encode`]), with the shipped encoder settings.
@@ -431,7 +620,7 @@ impl CortexVideo {
         encoder: Encoder,
     ) -> anyhow::Result<Video> {
         encode(
-            self.panel.clone(),
+            self.source.clone(),
             Arc::new(timeline.to_vec()),
             Arc::new(lenses.to_vec()),
             work_dir,
