@@ -434,10 +434,11 @@ impl Heard {
     }
 }
 
-/// Voice activity and the transcript of the first `duration_sec` seconds of a clip, decoding
-/// its audio once (the caller bounds `duration_sec`: the service's clips are at most
-/// [`MAX_SECONDS`]): subtitle lines when the media has text subtitles, else Whisper on the
-/// detected speech. CPU-bound parts run on blocking threads.
+/// Voice activity and the transcript of the first `duration_sec` seconds of a clip (the caller
+/// bounds `duration_sec`: the service's clips are at most [`MAX_SECONDS`]): subtitle lines
+/// when the media has text subtitles, else Whisper on the detected speech. `decoded` is the
+/// clip's audio track already decoded at 16 kHz, as the qualia scan decodes it once for every
+/// stage; without it the track is decoded here. CPU-bound parts run on blocking threads.
 ///
 /// # Errors
 /// A sentence: decoding or a model failed.
@@ -447,6 +448,7 @@ pub async fn hear(
     duration_sec: f64,
     speech: std::sync::Arc<Speech>,
     normalise_dbfs: Option<f64>,
+    decoded: Option<std::sync::Arc<Vec<f32>>>,
 ) -> Result<Heard, String> {
     use crate::media::decode::{self, DecodeSpec};
     let max_secs = duration_sec;
@@ -471,9 +473,12 @@ pub async fn hear(
     }
     let spec = DecodeSpec::default();
     let max_samples = (max_secs.ceil() as usize) * spec.sample_rate as usize;
-    let mut pcm = decode::read_audio(media, spec, max_samples)
-        .await
-        .map_err(|e| format!("decoding audio for speech: {e}"))?;
+    let mut pcm = match decoded {
+        Some(track) => track[..track.len().min(max_samples)].to_vec(),
+        None => decode::read_audio(media, spec, max_samples)
+            .await
+            .map_err(|e| format!("decoding audio for speech: {e}"))?,
+    };
     tokio::task::spawn_blocking(move || {
         // The voice gate and Whisper hear the track at the model's level, as the audio kernels
         // do, so playback gain moves neither the speech regions nor the words.

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use futures_util::FutureExt as _;
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
@@ -227,33 +228,43 @@ impl Qualia {
                 .await
                 .map(Some)
         };
-        let audio = async {
+        // The audio track is decoded once, into memory (at most 11.5 MB for 180 s at 16 kHz),
+        // and that one decode feeds the loudness measurement, the audio kernels and the speech
+        // stage, which used to decode it once each.
+        let seconds = max_seconds as usize + 1;
+        let rate = spec.sample_rate as usize;
+        let track = async move {
             if !probe.has_audio {
-                return Ok(None);
+                return None;
             }
-            // v2 measures the track first (a streaming audio-only decode, while the video
-            // decodes) and scales it to the model's loudness, so no audio feature depends on the
-            // playback gain. A failed measurement leaves the gain at 1; the stream itself then
-            // reports what is wrong with the file.
-            let seconds = max_seconds as usize + 1;
-            let started = Instant::now();
-            let (source, gain) = match self.model.manifest.sampling.normalise_dbfs {
-                Some(target) => {
-                    let rate = spec.sample_rate as usize;
-                    match v2::measure_loudness(path, spec, seconds * rate).await {
-                        Ok(l) => (Some(l), v2::normalising_gain(l, f64::from(target))),
-                        Err(_) => (None, 1.0),
+            Some(Track::decode(path, spec, seconds * rate).await)
+        }
+        .shared();
+        let audio = {
+            let (track, progress) = (track.clone(), progress.clone());
+            async move {
+                let track = match track.await {
+                    None => return Ok(None),
+                    Some(t) => t.map_err(QualiaError::from)?,
+                };
+                // v2 measures the track first and scales it to the model's loudness, so no
+                // audio feature depends on the playback gain.
+                let started = Instant::now();
+                let (source, gain) = match self.model.manifest.sampling.normalise_dbfs {
+                    Some(target) => {
+                        let l = v2::track_loudness(&track.samples, rate);
+                        (Some(l), v2::normalising_gain(l, f64::from(target)))
                     }
-                }
-                None => (None, 1.0),
-            };
-            let prepass = started.elapsed();
-            self.audio(path, spec, seconds, progress.clone(), gain)
-                .await
-                .map(|mut stream| {
-                    stream.times.prepass += prepass;
-                    Some((stream, source))
-                })
+                    None => (None, 1.0),
+                };
+                let prepass = started.elapsed();
+                self.audio(&track, spec, progress, gain)
+                    .await
+                    .map(|mut stream| {
+                        stream.times.prepass += prepass;
+                        Some((stream, source))
+                    })
+            }
         };
         let listen = async {
             match (&self.listener, self.model.format() >= 2) {
@@ -263,9 +274,16 @@ impl Qualia {
                         .filter(|d| d.is_finite() && *d > 0.0)
                         .unwrap_or(f64::from(max_seconds))
                         .min(f64::from(max_seconds));
+                    // The scan's decode of the track, when it is at the speech models' rate.
                     let started = Instant::now();
+                    let decoded = match track.clone().await {
+                        Some(Ok(t)) if spec.sample_rate == DecodeSpec::default().sample_rate => {
+                            Some(t.samples)
+                        }
+                        _ => None,
+                    };
                     let target = self.model.manifest.sampling.normalise_dbfs.map(f64::from);
-                    crate::speech::hear(path, probe, duration, l.speech.clone(), target)
+                    crate::speech::hear(path, probe, duration, l.speech.clone(), target, decoded)
                         .await
                         .map(|h| Some((h, started.elapsed())))
                         .map_err(QualiaError::Speech)
@@ -628,26 +646,17 @@ impl Qualia {
         Ok(out)
     }
 
+    /// The audio kernels over the decoded `track`, scaled by `gain`, batch by batch.
     async fn audio(
         &self,
-        path: &Path,
+        track: &Track,
         spec: DecodeSpec,
-        max_seconds: usize,
         progress: Option<Progress>,
         gain: f32,
     ) -> Result<Stream<usize>, QualiaError> {
-        let mut samples = AudioSamples::open(path, spec)?;
         let rate = spec.sample_rate as usize;
         let batch_hops = BATCH_SECONDS * rate / HOP;
-        let need = batch_hops * HOP + WINDOW;
-        let limit = max_seconds * rate;
-        // The buffer starts PRE samples before the lead hop; for the first batch all of that is
-        // zeros before the clip.
-        let mut buf: Vec<f32> = vec![0.0; LEAD];
-        let mut block = vec![0f32; 8192];
-        let mut total = 0usize;
-        let mut eof = false;
-        let mut first_hop = 0usize;
+        let total = track.samples.len();
         let mut out = Stream {
             values: Vec::new(),
             picture: None,
@@ -656,34 +665,37 @@ impl Qualia {
             times: StageTimes::default(),
             extra: 0usize,
         };
+        match &track.ended {
+            None => {}
+            Some(DecodeError::NoStream(_)) => return Ok(out),
+            Some(e @ DecodeError::Timeout(_)) => return Err(e.clone().into()),
+            Some(e) if total == 0 => return Err(e.clone().into()),
+            Some(e) => {
+                tracing::warn!(error = %e, samples = total, "audio decoder ended with an error; using the samples it delivered")
+            }
+        }
+        // Each batch reads PRE samples before its lead hop: for the first batch, zeros before
+        // the clip.
+        let sample = |i: usize| {
+            i.checked_sub(LEAD)
+                .and_then(|i| track.samples.get(i))
+                .map_or(0.0, |v| v * gain)
+        };
+        let mut first_hop = 0usize;
         let mut pending: Option<tokio::task::JoinHandle<AudioBatch>> = None;
         loop {
-            while !eof && buf.len() < need {
-                let n = samples.next_block(&mut block).await?;
-                if n == 0 || total >= limit {
-                    eof = true;
-                } else {
-                    let n = n.min(limit - total);
-                    if gain == 1.0 {
-                        buf.extend_from_slice(&block[..n]);
-                    } else {
-                        buf.extend(block[..n].iter().map(|v| v * gain));
-                    }
-                    total += n;
-                }
-            }
-            let hops = if eof {
-                total
-                    .div_ceil(HOP)
-                    .saturating_sub(first_hop)
-                    .min(batch_hops)
-            } else {
-                batch_hops
-            };
+            let hops = total
+                .div_ceil(HOP)
+                .saturating_sub(first_hop)
+                .min(batch_hops);
             if hops == 0 {
                 break;
             }
-            let data = buf[..buf.len().min(hops * HOP + WINDOW)].to_vec();
+            // The batch's window: from `first_hop * HOP` into the track with LEAD zeros before
+            // it, `hops` hops and one window long, cut where the decoded samples end.
+            let start = first_hop * HOP;
+            let end = (start + hops * HOP + WINDOW).min(LEAD + total);
+            let data: Vec<f32> = (start..end).map(sample).collect();
             let lead_is_self = first_hop == 0;
             if let Some(h) = pending.take() {
                 collect_audio(&mut out, h).await?;
@@ -693,7 +705,6 @@ impl Qualia {
                 gpu.audio(&data, hops + 1, lead_is_self, false)
                     .map(|(_, f, a, b)| (f, a, b))
             }));
-            buf.drain(..hops * HOP);
             first_hop += hops;
             out.count = first_hop;
             if let Some(p) = &progress {
@@ -704,16 +715,42 @@ impl Qualia {
             collect_audio(&mut out, h).await?;
         }
         out.extra = total;
-        match samples.finish().await {
-            Ok(()) => {}
-            Err(DecodeError::NoStream(_)) => out.extra = 0,
-            Err(e @ DecodeError::Timeout(_)) => return Err(e.into()),
-            Err(e) if total == 0 => return Err(e.into()),
-            Err(e) => {
-                tracing::warn!(error = %e, samples = total, "audio decoder ended with an error; using the samples it delivered")
-            }
-        }
         Ok(out)
+    }
+}
+
+/// A clip's audio track, decoded once for every stage that reads it.
+#[derive(Debug, Clone)]
+struct Track {
+    samples: Arc<Vec<f32>>,
+    /// How the decoder ended, when it ended with an error after the samples it delivered.
+    ended: Option<DecodeError>,
+}
+
+impl Track {
+    /// Decodes at most `limit` samples of `path`'s audio at `spec`'s rate.
+    async fn decode(path: &Path, spec: DecodeSpec, limit: usize) -> Result<Self, DecodeError> {
+        let mut audio = AudioSamples::open(path, spec)?;
+        let mut samples = Vec::new();
+        let mut block = vec![0f32; 8192];
+        loop {
+            let n = audio.next_block(&mut block).await?;
+            if n == 0 || samples.len() >= limit {
+                break;
+            }
+            samples.extend_from_slice(&block[..n.min(limit - samples.len())]);
+        }
+        let ended = if samples.len() >= limit {
+            // Stopped early on purpose: the decoder's broken pipe is not an error.
+            drop(audio);
+            None
+        } else {
+            audio.finish().await.err()
+        };
+        Ok(Self {
+            samples: Arc::new(samples),
+            ended,
+        })
     }
 }
 

@@ -280,31 +280,13 @@ pub struct Streams {
     pub low_signal: bool,
 }
 
-/// Measures a clip's audio stream and returns its gated loudness (dBFS of mean energy, gated as
-/// [`gated_loudness`]), reading at most `max_samples`; `None` when it has no audible second.
-/// Streams: memory does not grow with the clip.
-///
-/// # Errors
-/// Decoding errors.
-pub async fn measure_loudness(
-    path: &std::path::Path,
-    spec: crate::media::decode::DecodeSpec,
-    max_samples: usize,
-) -> Result<Option<f64>, crate::media::decode::DecodeError> {
-    let mut audio = crate::media::decode::AudioSamples::open(path, spec)?;
-    let mut meter = crate::media::loudness::Meter::new(spec.sample_rate as usize);
-    let mut block = vec![0f32; 8192];
-    let mut total = 0usize;
-    loop {
-        let n = audio.next_block(&mut block).await?;
-        if n == 0 || total >= max_samples {
-            break;
-        }
-        meter.add(&block[..n.min(max_samples - total)]);
-        total += n;
-    }
-    audio.finish().await?;
-    Ok(gated_loudness(&meter.seconds()))
+/// A decoded audio track's gated loudness (dBFS of mean energy, gated as
+/// [`gated_loudness`]); `None` when it has no audible second.
+#[must_use]
+pub fn track_loudness(samples: &[f32], rate: usize) -> Option<f64> {
+    let mut meter = crate::media::loudness::Meter::new(rate);
+    meter.add(samples);
+    gated_loudness(&meter.seconds())
 }
 
 /// Per-second loudness (dBFS of the mean energy of the second's hops, floored at
