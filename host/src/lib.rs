@@ -18,6 +18,7 @@ pub mod charge;
 pub mod cli;
 pub mod cli_error;
 pub mod clock;
+pub mod compute_threads;
 pub mod config;
 pub mod embed;
 pub mod grounding;

@@ -26,8 +26,9 @@ fn init_tracing_from(json: bool, default: &str) {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    // Before the runtime's threads exist: it sets a process-wide environment variable.
+    // Before the runtime's threads exist: they set process-wide environment variables.
     brainscan::runtime_dir::ensure();
+    brainscan::compute_threads::ensure();
     let outcome = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
