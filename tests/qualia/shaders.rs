@@ -12,11 +12,16 @@ fn every_wgsl_file_parses_and_validates() {
         .filter(|n| n.ends_with(".wgsl"))
         .collect();
     on_disk.sort();
-    let mut built_in: Vec<String> = SHADERS.iter().map(|(n, _)| (*n).to_owned()).collect();
+    // The qualia kernels, and the cortex video's frame kernel.
+    let mut built_in: Vec<String> = SHADERS
+        .iter()
+        .chain([&brainscan::render::gpu_frames::SHADER])
+        .map(|(n, _)| (*n).to_owned())
+        .collect();
     built_in.sort();
     assert_eq!(
         on_disk, built_in,
-        "every shader on disk is compiled into the core"
+        "every shader on disk is compiled into the binary"
     );
     for name in on_disk {
         let src = std::fs::read_to_string(dir.join(&name)).expect("read shader");

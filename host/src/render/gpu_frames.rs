@@ -19,7 +19,11 @@ use super::video::{self, CLOCK_Y, FPS, HEIGHT, PLAYHEAD_ROWS, WIDTH, clock_x, fr
 use crate::inference::gpu::GpuContext;
 use crate::result::StoredSecond;
 
-const SHADER: &str = include_str!("../../../shaders/cortex_frames.wgsl");
+/// The kernel's source (the naga validation test walks it with the core's shaders).
+pub const SHADER: (&str, &str) = (
+    "cortex_frames.wgsl",
+    include_str!("../../../shaders/cortex_frames.wgsl"),
+);
 
 /// Frames made per dispatch and handed to the encoder together (two seconds of video).
 pub const BATCH_FRAMES: u32 = 20;
@@ -48,7 +52,7 @@ impl FrameKernel {
         let device = gpu.device();
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("cortex frames"),
-            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
+            source: wgpu::ShaderSource::Wgsl(SHADER.1.into()),
         });
         let entry = |binding: u32, ty: wgpu::BufferBindingType| wgpu::BindGroupLayoutEntry {
             binding,
