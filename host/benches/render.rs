@@ -69,7 +69,7 @@ async fn main() -> anyhow::Result<()> {
     );
     println!("surface load, draw and frame kernel, once per worker: {startup:.2} s");
     println!("qualia analysis of the same clip (baseline, this run): {analysis:.2} s");
-    let f = timing::time_frames(&video, &q.gpu, &timeline, &lenses)?;
+    let f = timing::time_frames(&video, &timeline, &lenses)?;
     println!(
         "frames only, {} frames: CPU (RGB) {:.2} s, device (YUV 4:2:0, read back) {:.2} s; device/CPU {:.2}",
         f.frames,
@@ -77,7 +77,7 @@ async fn main() -> anyhow::Result<()> {
         f.device_s,
         f.device_s / f.cpu_s
     );
-    for r in timing::time_renders(&video, &q.gpu, &timeline, &lenses, dir.path(), 3).await? {
+    for r in timing::time_renders(&video, &timeline, &lenses, dir.path(), 3).await? {
         println!(
             "cortex video, {} s clip, {r} (median of 3); goal <= 12 s: {}; adds {:.0} % to the analysis",
             timeline.len(),

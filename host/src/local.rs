@@ -1430,17 +1430,10 @@ async fn bench_render(
     let seconds = (out.duration_sec.floor() as usize).min(out.networks.len());
     let timeline = timing::timeline_of(&out.networks[..seconds]);
     let lenses = vec!["attention".to_owned()];
-    let (v, gpu, tl, ls) = (
-        video.clone(),
-        q.gpu.clone(),
-        timeline.clone(),
-        lenses.clone(),
-    );
-    let frames =
-        tokio::task::spawn_blocking(move || timing::time_frames(&v, &gpu, &tl, &ls)).await??;
+    let (v, tl, ls) = (video.clone(), timeline.clone(), lenses.clone());
+    let frames = tokio::task::spawn_blocking(move || timing::time_frames(&v, &tl, &ls)).await??;
     let work = tempfile::tempdir()?;
-    let settings =
-        timing::time_renders(&video, &q.gpu, &timeline, &lenses, work.path(), runs).await?;
+    let settings = timing::time_renders(&video, &timeline, &lenses, work.path(), runs).await?;
     Ok(serde_json::json!({
         "frames": format!(
             "{} frames alone: CPU {:.2} s, device {:.2} s (device/CPU {:.2})",

@@ -148,7 +148,7 @@ fn fixed_layer(
         .collect();
     let colours = base
         .chunks_exact(3)
-        .map(|c| (u32::from(c[0]) << 16) | (u32::from(c[1]) << 8) | u32::from(c[2]))
+        .map(|c| packed([c[0], c[1], c[2]]))
         .collect();
     (pixels, colours)
 }
@@ -258,6 +258,15 @@ impl<'a> ClipFrames<'a> {
             readback,
             bind_group,
             count: timeline.len() as u32 * FPS,
+        })
+    }
+
+    /// Every frame of the clip in order, [`BATCH_FRAMES`] at a time: each batch's bytes (as
+    /// [`ClipFrames::batch`]) and its number of frames.
+    pub fn batches(&self) -> impl Iterator<Item = anyhow::Result<(Vec<u8>, u32)>> + '_ {
+        (0..self.count).step_by(BATCH_FRAMES as usize).map(|first| {
+            let n = BATCH_FRAMES.min(self.count - first);
+            self.batch(first, n).map(|b| (b, n))
         })
     }
 

@@ -6,9 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::gpu_frames::{BATCH_FRAMES, ClipFrames, FrameKernel};
 use super::video::{CortexVideo, Encoder, FPS, FrameMaker, frames};
-use crate::inference::gpu::GpuContext;
 use crate::result::StoredSecond;
 
 /// A timeline for timing the render of a clip whose seven network values per second are
@@ -38,13 +36,13 @@ pub struct FramesTiming {
     pub device_s: f64,
 }
 
-/// Times the frames of `timeline` on the CPU and on `gpu`.
+/// Times the frames of `timeline` on the CPU and on `video`'s device (its kernel compiled
+/// already, as in the service).
 ///
 /// # Errors
 /// A device error.
 pub fn time_frames(
     video: &CortexVideo,
-    gpu: &GpuContext,
     timeline: &[StoredSecond],
     lenses: &[String],
 ) -> anyhow::Result<FramesTiming> {
@@ -56,13 +54,8 @@ pub fn time_frames(
     }
     let cpu_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let kernel = FrameKernel::new(gpu)?;
-    let clip = ClipFrames::new(gpu, &kernel, video.panel(), timeline, lenses)?;
-    let mut first = 0;
-    while first < count {
-        let n = BATCH_FRAMES.min(count - first);
-        bytes += clip.batch(first, n)?.len();
-        first += n;
+    for batch in video.device_clip(timeline, lenses)?.batches() {
+        bytes += batch?.0.len();
     }
     std::hint::black_box(bytes);
     Ok(FramesTiming {
@@ -90,14 +83,13 @@ pub struct RenderTiming {
 }
 
 /// Renders `timeline` `runs` times under each setting: the baseline first (frames on the
-/// CPU, x264 on 2 threads, as before), then what ships for this adapter, then the other
-/// makers and thread counts, then faster presets.
+/// CPU, x264 on 2 threads, as before), then what ships (`video` as made for its adapter),
+/// then the other makers and thread counts, then faster presets.
 ///
 /// # Errors
 /// A render failing.
 pub async fn time_renders(
     video: &CortexVideo,
-    gpu: &GpuContext,
     timeline: &[StoredSecond],
     lenses: &[String],
     work_dir: &Path,
@@ -110,7 +102,7 @@ pub async fn time_renders(
             ..Encoder::SHIPPED
         },
     );
-    let shipped = (FrameMaker::for_adapter(&gpu.adapter_info), Encoder::SHIPPED);
+    let shipped = (video.frame_maker(), Encoder::SHIPPED);
     let mut settings = vec![baseline, shipped];
     for maker in [FrameMaker::Cpu, FrameMaker::Device] {
         for threads in [2, 0] {

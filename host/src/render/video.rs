@@ -18,7 +18,7 @@ use anyhow::{Context, bail, ensure};
 use tokio::io::AsyncWriteExt as _;
 
 use super::cortex::{BACKGROUND, PANEL_H, PANEL_W, Panel};
-use super::gpu_frames::FrameKernel;
+use super::gpu_frames::{ClipFrames, FrameKernel};
 use super::surface::NO_NETWORK;
 use crate::inference::gpu::GpuContext;
 use crate::result::StoredSecond;
@@ -370,13 +370,28 @@ impl FrameMaker {
     }
 }
 
-/// What [`encode`] reads frames from.
+/// What [`encode`] reads frames from: the drawn panel, the device it was drawn on with the
+/// frame kernel compiled there, and which of the two makes the frames.
 #[derive(Debug, Clone)]
 pub struct FrameSource {
     pub panel: Arc<Panel>,
-    /// The device and its compiled kernel, for [`FrameMaker::Device`].
-    pub device: Option<(Arc<GpuContext>, Arc<FrameKernel>)>,
+    pub gpu: Arc<GpuContext>,
+    pub kernel: Arc<FrameKernel>,
     pub maker: FrameMaker,
+}
+
+impl FrameSource {
+    /// `timeline`'s frames on the device, its fixed layer uploaded.
+    ///
+    /// # Errors
+    /// As [`ClipFrames::new`].
+    pub fn device_clip<'a>(
+        &'a self,
+        timeline: &'a [StoredSecond],
+        lenses: &[String],
+    ) -> anyhow::Result<ClipFrames<'a>> {
+        ClipFrames::new(&self.gpu, &self.kernel, &self.panel, timeline, lenses)
+    }
 }
 
 /// Encodes the cortex video of `timeline` with ffmpeg (`ffmpeg` on PATH), working in
@@ -394,15 +409,7 @@ pub async fn encode(
     encoder: Encoder,
 ) -> anyhow::Result<Video> {
     ensure!(!timeline.is_empty(), "no seconds to render");
-    let device = match source.maker {
-        FrameMaker::Device => Some(
-            source
-                .device
-                .clone()
-                .context("frames on the device need the device")?,
-        ),
-        FrameMaker::Cpu => None,
-    };
+    let on_device = source.maker == FrameMaker::Device;
     let crf = encoder.crf.to_string();
     let threads = encoder.threads.to_string();
     let out = tempfile::Builder::new()
@@ -412,7 +419,7 @@ pub async fn encode(
         .context("creating the video file")?;
     let size = format!("{WIDTH}x{HEIGHT}");
     let rate = FPS.to_string();
-    let input_format = if device.is_some() { "yuv420p" } else { "rgb24" };
+    let input_format = if on_device { "yuv420p" } else { "rgb24" };
     let mut child = tokio::process::Command::new("ffmpeg")
         .args(["-hide_banner", "-nostdin", "-loglevel", "error", "-y"])
         .args(["-f", "rawvideo", "-pix_fmt", input_format, "-s", &size])
@@ -437,35 +444,25 @@ pub async fn encode(
     // Frames are made on a blocking thread, a little ahead of the encoder at most: four CPU
     // frames, or two device batches. Each message is some frames' bytes and their number.
     let (tx, mut rx) =
-        tokio::sync::mpsc::channel::<anyhow::Result<(Vec<u8>, u32)>>(if device.is_some() {
-            2
-        } else {
-            4
-        });
-    let (p, tl, ls) = (source.panel.clone(), timeline.clone(), lenses.clone());
-    let producer = tokio::task::spawn_blocking(move || match device {
-        Some((gpu, kernel)) => {
-            let made = super::gpu_frames::ClipFrames::new(&gpu, &kernel, &p, &tl, &ls);
-            let clip = match made {
+        tokio::sync::mpsc::channel::<anyhow::Result<(Vec<u8>, u32)>>(if on_device { 2 } else { 4 });
+    let (src, tl, ls) = (source.clone(), timeline.clone(), lenses.clone());
+    let producer = tokio::task::spawn_blocking(move || {
+        if on_device {
+            let clip = match src.device_clip(&tl, &ls) {
                 Ok(c) => c,
                 Err(e) => {
                     let _ = tx.blocking_send(Err(e));
                     return;
                 }
             };
-            let mut first = 0;
-            while first < clip.count {
-                let n = super::gpu_frames::BATCH_FRAMES.min(clip.count - first);
-                let batch = clip.batch(first, n).map(|b| (b, n));
+            for batch in clip.batches() {
                 let failed = batch.is_err();
                 if tx.blocking_send(batch).is_err() || failed {
                     break; // the encoder stopped (its error is reported there), or we did
                 }
-                first += n;
             }
-        }
-        None => {
-            for f in frames(&p, &tl, &ls) {
+        } else {
+            for f in frames(&src.panel, &tl, &ls) {
                 if tx.blocking_send(Ok((f, 1))).is_err() {
                     break;
                 }
@@ -549,7 +546,8 @@ impl CortexVideo {
         Ok(Self {
             source: FrameSource {
                 panel,
-                device: Some((gpu.clone(), kernel)),
+                gpu: gpu.clone(),
+                kernel,
                 maker: FrameMaker::for_adapter(&gpu.adapter_info),
             },
         })
@@ -575,11 +573,23 @@ impl CortexVideo {
         &self.source.panel
     }
 
+    /// `timeline`'s frames on this maker's device (see [`FrameSource::device_clip`]).
+    ///
+    /// # Errors
+    /// As [`ClipFrames::new`].
+    pub fn device_clip<'a>(
+        &'a self,
+        timeline: &'a [StoredSecond],
+        lenses: &[String],
+    ) -> anyhow::Result<ClipFrames<'a>> {
+        self.source.device_clip(timeline, lenses)
+    }
+
     /// Frames `first..first + n` of `timeline`'s video made on the device, as YUV 4:2:0 (for
     /// the parity test; [`encode`] streams them).
     ///
     /// # Errors
-    /// As [`super::gpu_frames::ClipFrames::batch`].
+    /// As [`ClipFrames::batch`].
     pub fn device_frames(
         &self,
         timeline: &[StoredSecond],
@@ -587,9 +597,7 @@ impl CortexVideo {
         first: u32,
         n: u32,
     ) -> anyhow::Result<Vec<u8>> {
-        let (gpu, kernel) = self.source.device.as_ref().context("no device")?;
-        super::gpu_frames::ClipFrames::new(gpu, kernel, &self.source.panel, timeline, lenses)?
-            .batch(first, n)
+        self.device_clip(timeline, lenses)?.batch(first, n)
     }
 
     /// The video of one clip (see [`encode`]), with the shipped encoder settings.
