@@ -257,9 +257,10 @@ async fn the_same_ad_reads_alike_in_five_languages() {
         60 - misheard.len()
     );
 
-    // The first run fails the battery (the model card, "The same ad in five languages"). The
-    // cells that pass are asserted; every figure is pinned at the card's, so the card cannot
-    // go stale: a change that mends a cell fails here until the card says so.
+    // The battery fails (the model card, "The same ad in five languages"). The cells that pass
+    // are asserted; every figure is pinned at the card's latest run (the second, after the
+    // plan's deviation 2: the multilingual scale equated), so the card cannot go stale: a
+    // change that mends a cell fails here until the card says so.
     // Within `CPU_SPREAD` points: Whisper's arithmetic in candle follows the CPU's SIMD path,
     // and one word more or less in one clip's transcript moves a 12-script mean by a point.
     // The card's figures came from an AMD EPYC; on an Intel Xeon (both AVX-512) every cell
@@ -268,21 +269,21 @@ async fn the_same_ad_reads_alike_in_five_languages() {
     // L1: (language, lens) -> (passes, largest |difference|, mean signed difference).
     let l1_card = [
         (("es", "attention"), (true, 4.2, 1.0)),
-        (("es", "memory"), (false, 18.9, 0.9)),
-        (("es", "purchase_intent"), (false, 30.4, 0.3)),
-        (("es", "manipulation"), (false, 38.9, 13.3)),
-        (("fr", "attention"), (true, 4.5, 0.1)),
-        (("fr", "memory"), (false, 35.0, -7.3)),
-        (("fr", "purchase_intent"), (false, 55.2, -10.2)),
-        (("fr", "manipulation"), (false, 49.7, 20.7)),
+        (("es", "memory"), (false, 17.4, -1.0)),
+        (("es", "purchase_intent"), (false, 33.7, -2.0)),
+        (("es", "manipulation"), (false, 34.4, 12.3)),
+        (("fr", "attention"), (true, 4.5, 0.0)),
+        (("fr", "memory"), (false, 35.6, -10.8)),
+        (("fr", "purchase_intent"), (false, 55.4, -14.0)),
+        (("fr", "manipulation"), (false, 45.5, 18.0)),
         (("de", "attention"), (true, 4.7, 0.8)),
-        (("de", "memory"), (false, 40.3, -8.5)),
-        (("de", "purchase_intent"), (false, 63.3, -12.5)),
-        (("de", "manipulation"), (false, 59.5, 13.8)),
-        (("it", "attention"), (true, 4.9, 1.5)),
-        (("it", "memory"), (false, 18.5, -2.4)),
-        (("it", "purchase_intent"), (false, 33.1, -2.4)),
-        (("it", "manipulation"), (false, 46.0, 16.7)),
+        (("de", "memory"), (false, 40.3, -10.2)),
+        (("de", "purchase_intent"), (false, 63.3, -13.8)),
+        (("de", "manipulation"), (false, 57.1, 13.6)),
+        (("it", "attention"), (true, 4.9, 1.4)),
+        (("it", "memory"), (false, 21.5, -4.0)),
+        (("it", "purchase_intent"), (false, 35.6, -3.8)),
+        (("it", "manipulation"), (false, 53.9, 15.8)),
     ];
     for (cell, (passes, largest, bias)) in l1_card {
         let (p, l, _, b) = agreement[&cell];
@@ -301,22 +302,22 @@ async fn the_same_ad_reads_alike_in_five_languages() {
         (("en", "M2 manipulation H > N"), (true, 38.9)),
         (("en", "P1 purchase intent H > N"), (true, 56.3)),
         (("en", "P2 purchase intent F > N"), (true, 13.2)),
-        (("es", "M1 manipulation H > F"), (false, 9.8)),
-        (("es", "M2 manipulation H > N"), (true, 32.1)),
-        (("es", "P1 purchase intent H > N"), (true, 53.5)),
-        (("es", "P2 purchase intent F > N"), (true, 19.6)),
-        (("fr", "M1 manipulation H > F"), (false, 2.2)),
-        (("fr", "M2 manipulation H > N"), (false, 5.9)),
-        (("fr", "P1 purchase intent H > N"), (true, 14.9)),
-        (("fr", "P2 purchase intent F > N"), (true, 11.5)),
-        (("de", "M1 manipulation H > F"), (true, 11.2)),
-        (("de", "M2 manipulation H > N"), (true, 27.9)),
-        (("de", "P1 purchase intent H > N"), (false, 23.4)),
-        (("de", "P2 purchase intent F > N"), (true, 13.4)),
-        (("it", "M1 manipulation H > F"), (true, 29.3)),
-        (("it", "M2 manipulation H > N"), (true, 27.4)),
-        (("it", "P1 purchase intent H > N"), (true, 34.6)),
-        (("it", "P2 purchase intent F > N"), (true, 9.9)),
+        (("es", "M1 manipulation H > F"), (true, 12.2)),
+        (("es", "M2 manipulation H > N"), (true, 32.4)),
+        (("es", "P1 purchase intent H > N"), (true, 49.8)),
+        (("es", "P2 purchase intent F > N"), (true, 17.7)),
+        (("fr", "M1 manipulation H > F"), (false, 1.2)),
+        (("fr", "M2 manipulation H > N"), (false, 3.3)),
+        (("fr", "P1 purchase intent H > N"), (true, 12.0)),
+        (("fr", "P2 purchase intent F > N"), (true, 9.8)),
+        (("de", "M1 manipulation H > F"), (true, 13.4)),
+        (("de", "M2 manipulation H > N"), (true, 25.7)),
+        (("de", "P1 purchase intent H > N"), (false, 21.8)),
+        (("de", "P2 purchase intent F > N"), (true, 12.4)),
+        (("it", "M1 manipulation H > F"), (true, 21.8)),
+        (("it", "M2 manipulation H > N"), (true, 24.2)),
+        (("it", "P1 purchase intent H > N"), (true, 30.0)),
+        (("it", "P2 purchase intent F > N"), (true, 15.2)),
     ];
     for (cell, (passes, figure)) in l2_card {
         let (p, mean, in_order) = orderings[&cell];
