@@ -310,7 +310,7 @@ fn describe_language(out: &mut serde_json::Value, l: &Language, origin: &str) {
         MeaningReader::Multilingual => {
             out["meaning_read_by"] = crate::embed::e5::MODEL_ID.into();
             out["note"] = format!(
-                "{origin} ({}). Its meaning is read by a multilingual sentence model (multilingual-e5-small) on semantic axes anchored in English, French, German, Spanish and Japanese, put on the English model's scale by construction.",
+                "{origin} ({}). Its meaning is read by a multilingual sentence model (multilingual-e5-small) on semantic axes anchored in English, French, German, Spanish and Japanese, put on the English model's scale by equating the two models' readings of those sentences.",
                 l.code
             )
             .into();

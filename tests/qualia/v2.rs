@@ -693,6 +693,13 @@ async fn japanese_speech_is_quoted_as_said_and_its_meaning_is_read_in_japanese()
         heard.source
     );
     assert!(!heard.lines.is_empty());
+    // The note says which meaning is not read in Japanese: the axes the gate keeps out.
+    let note = heard.source["note"].as_str().unwrap_or_default();
+    for axis in &brainscan::inference::language::AXES {
+        let named = note.contains(&format!("{} ({})", axis.name, axis.meaning));
+        let gated = !brainscan::inference::multilingual::CARRIES_OVER.contains(&axis.name);
+        assert_eq!(named, gated, "{}: {note}", axis.name);
+    }
     // Read, and on the model's scale: no second reads beyond three times the reading of the
     // axis's own anchor sentences (its unit), and some axis reads somewhere.
     let english = listener().embedder.clone();

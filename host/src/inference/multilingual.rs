@@ -367,6 +367,30 @@ fn anchors_pooled() -> Vec<Vec<&'static str>> {
 /// when this list and the measurement disagree. The other axes read 0 in other languages.
 pub const CARRIES_OVER: [&str; 5] = ["social", "emotion", "numbers", "pressure", "product"];
 
+/// Adds to the transcript's provenance note, when the multilingual reader reads its meaning,
+/// which semantic axes it leaves out ([`CARRIES_OVER`]) and what that does: a client reading a
+/// French facts script must learn that its evidence counts as absent.
+pub fn note_unread_axes(heard: &mut crate::speech::Heard) {
+    if heard.meaning_reader() != crate::speech::MeaningReader::Multilingual {
+        return;
+    }
+    let unread: Vec<String> = AXES
+        .iter()
+        .filter(|a| !CARRIES_OVER.contains(&a.name))
+        .map(|a| format!("{} ({})", a.name, a.meaning))
+        .collect();
+    if unread.is_empty() {
+        return;
+    }
+    let before = heard.source["note"].as_str().unwrap_or_default();
+    heard.source["note"] = format!(
+        "{before} Not read in this language, because the two models disagree on it even in English: {}. It counts as absent, so deliberation can read lower than for the same words in English.",
+        unread.join(", ")
+    )
+    .trim_start()
+    .into();
+}
+
 /// The service's multilingual axes: [`construct`], with every axis outside [`CARRIES_OVER`]
 /// read as 0 (scale 0).
 ///

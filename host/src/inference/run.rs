@@ -295,9 +295,12 @@ impl Qualia {
         let (video, audio, heard) = tokio::join!(video, audio, listen);
         let (video, audio) = (video?, audio?);
         let (heard, speech_time) = match heard? {
-            Some((h, t)) => {
+            Some((mut h, t)) => {
                 // It ran beside decoding, so it is part of the `qualia` stage's time too.
                 crate::metrics::record_stage("speech", t);
+                if self.model.format() >= 2 {
+                    super::multilingual::note_unread_axes(&mut h);
+                }
                 (Some(h), t)
             }
             None => (None, Duration::ZERO),
