@@ -258,8 +258,9 @@ async fn the_same_ad_reads_alike_in_five_languages() {
     );
 
     // The battery fails (the model card, "The same ad in five languages"). The cells that pass
-    // are asserted; every figure is pinned at the card's latest run (the second, after the
-    // plan's deviation 2: the multilingual scale equated), so the card cannot go stale: a
+    // are asserted; every figure is pinned at the card's latest run (the third, after the
+    // plan's deviations 2 and 3: the multilingual scale equated, the language identified on
+    // 30 s), so the card cannot go stale: a
     // change that mends a cell fails here until the card says so.
     // Within `CPU_SPREAD` points: Whisper's arithmetic in candle follows the CPU's SIMD path,
     // and one word more or less in one clip's transcript moves a 12-script mean by a point.
@@ -273,17 +274,17 @@ async fn the_same_ad_reads_alike_in_five_languages() {
         (("es", "purchase_intent"), (false, 33.7, -2.0)),
         (("es", "manipulation"), (false, 34.4, 12.3)),
         (("fr", "attention"), (true, 4.5, 0.0)),
-        (("fr", "memory"), (false, 35.6, -10.8)),
-        (("fr", "purchase_intent"), (false, 55.4, -14.0)),
-        (("fr", "manipulation"), (false, 45.5, 18.0)),
+        (("fr", "memory"), (false, 38.6, -10.9)),
+        (("fr", "purchase_intent"), (false, 59.4, -14.7)),
+        (("fr", "manipulation"), (false, 45.5, 18.6)),
         (("de", "attention"), (true, 4.7, 0.8)),
-        (("de", "memory"), (false, 40.3, -10.2)),
-        (("de", "purchase_intent"), (false, 63.3, -13.8)),
-        (("de", "manipulation"), (false, 57.1, 13.6)),
+        (("de", "memory"), (false, 40.3, -11.7)),
+        (("de", "purchase_intent"), (false, 63.3, -17.1)),
+        (("de", "manipulation"), (false, 39.2, 8.7)),
         (("it", "attention"), (true, 4.9, 1.4)),
-        (("it", "memory"), (false, 21.5, -4.0)),
-        (("it", "purchase_intent"), (false, 35.6, -3.8)),
-        (("it", "manipulation"), (false, 53.9, 15.8)),
+        (("it", "memory"), (false, 21.5, -5.1)),
+        (("it", "purchase_intent"), (false, 35.6, -5.8)),
+        (("it", "manipulation"), (false, 53.9, 13.4)),
     ];
     for (cell, (passes, largest, bias)) in l1_card {
         let (p, l, _, b) = agreement[&cell];
@@ -306,18 +307,18 @@ async fn the_same_ad_reads_alike_in_five_languages() {
         (("es", "M2 manipulation H > N"), (true, 32.4)),
         (("es", "P1 purchase intent H > N"), (true, 49.8)),
         (("es", "P2 purchase intent F > N"), (true, 17.7)),
-        (("fr", "M1 manipulation H > F"), (false, 1.2)),
-        (("fr", "M2 manipulation H > N"), (false, 3.3)),
-        (("fr", "P1 purchase intent H > N"), (true, 12.0)),
-        (("fr", "P2 purchase intent F > N"), (true, 9.8)),
-        (("de", "M1 manipulation H > F"), (true, 13.4)),
-        (("de", "M2 manipulation H > N"), (true, 25.7)),
-        (("de", "P1 purchase intent H > N"), (false, 21.8)),
-        (("de", "P2 purchase intent F > N"), (true, 12.4)),
+        (("fr", "M1 manipulation H > F"), (false, -2.4)),
+        (("fr", "M2 manipulation H > N"), (false, -0.1)),
+        (("fr", "P1 purchase intent H > N"), (false, 12.0)),
+        (("fr", "P2 purchase intent F > N"), (true, 10.7)),
+        (("de", "M1 manipulation H > F"), (true, 12.4)),
+        (("de", "M2 manipulation H > N"), (true, 25.1)),
+        (("de", "P1 purchase intent H > N"), (false, 13.9)),
+        (("de", "P2 purchase intent F > N"), (true, 7.7)),
         (("it", "M1 manipulation H > F"), (true, 21.8)),
-        (("it", "M2 manipulation H > N"), (true, 24.2)),
-        (("it", "P1 purchase intent H > N"), (true, 30.0)),
-        (("it", "P2 purchase intent F > N"), (true, 15.2)),
+        (("it", "M2 manipulation H > N"), (true, 31.5)),
+        (("it", "P1 purchase intent H > N"), (true, 36.1)),
+        (("it", "P2 purchase intent F > N"), (true, 21.2)),
     ];
     for (cell, (passes, figure)) in l2_card {
         let (p, mean, in_order) = orderings[&cell];
@@ -330,20 +331,15 @@ async fn the_same_ad_reads_alike_in_five_languages() {
             "L2 {cell:?}: {mean:+.1}; the model card says {figure:+.1}: update it"
         );
     }
-    // L3: the eleven clips the card lists as misheard, and no others. Two German clips were
+    // L3: the six clips the card lists as misheard, and no others. Two German clips were
     // heard as English, so tiny.en wrote them; every other clip went to the right model.
     let mut card: Vec<(String, String)> = [
-        ("fr H3", "hu"),
-        ("fr F1", "la"),
-        ("fr N3", "la"),
-        ("fr N4", "la"),
-        ("de H1", "la"),
+        ("fr F1", "hu"),
+        ("fr N3", "de"),
+        ("fr N4", "cs"),
         ("de H2", "en"),
         ("de H4", "en"),
-        ("de F4", "la"),
-        ("de N4", "la"),
         ("it F4", "la"),
-        ("it N1", "la"),
     ]
     .map(|(clip, code)| (clip.to_owned(), code.to_owned()))
     .to_vec();
