@@ -23,6 +23,7 @@
 
 pub mod ct2;
 pub mod decoder;
+pub mod script;
 pub mod subtitles;
 pub mod text_language;
 pub mod vad;
@@ -112,6 +113,9 @@ pub struct Language {
     pub probability: f32,
     /// The model that transcribed it, or [`text_language::SUBTITLES`].
     pub transcribed_by: String,
+    /// Lines the recogniser wrote and the speech stage dropped because they held letters of a
+    /// script the language is not written in ([`script::foreign_letters`]).
+    pub foreign_script_lines: usize,
 }
 
 impl Language {
@@ -287,12 +291,16 @@ impl Speech {
             })
         };
         let segments = model.transcribe_in(pcm, &skip_to, code)?;
+        let (lines, foreign): (Vec<_>, Vec<_>) = gate_scored(&segments, regions)
+            .into_iter()
+            .partition(|(line, _)| !script::foreign_letters(&line.text, &detected.code));
         let language = Language {
             code: detected.code.clone(),
             probability: detected.probability,
             transcribed_by: model.id.clone(),
+            foreign_script_lines: foreign.len(),
         };
-        Ok((gate_scored(&segments, regions), Some(language)))
+        Ok((lines, Some(language)))
     }
 }
 
@@ -303,6 +311,9 @@ fn describe_language(out: &mut serde_json::Value, l: &Language, origin: &str) {
     out["language_probability"] =
         serde_json::json!((f64::from(l.probability) * 1000.0).round() / 1000.0);
     out["transcribed_by"] = l.transcribed_by.clone().into();
+    if l.foreign_script_lines > 0 {
+        out["foreign_script_lines_dropped"] = l.foreign_script_lines.into();
+    }
     let reader = l.meaning_reader();
     out["meaning_read"] = (reader != MeaningReader::None).into();
     match reader {
@@ -324,6 +335,15 @@ fn describe_language(out: &mut serde_json::Value, l: &Language, origin: &str) {
             )
             .into();
         }
+    }
+    if l.foreign_script_lines > 0 {
+        let before = out["note"].as_str().unwrap_or_default();
+        out["note"] = format!(
+            "{before} {} line(s) the recogniser wrote were dropped: they held letters of a script {} is not written in, which is not something said.",
+            l.foreign_script_lines, l.code
+        )
+        .trim_start()
+        .into();
     }
 }
 

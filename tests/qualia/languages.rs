@@ -258,9 +258,9 @@ async fn the_same_ad_reads_alike_in_five_languages() {
     );
 
     // The battery fails (the model card, "The same ad in five languages"). The cells that pass
-    // are asserted; every figure is pinned at the card's latest run (the third, after the
-    // plan's deviations 2 and 3: the multilingual scale equated, the language identified on
-    // 30 s), so the card cannot go stale: a
+    // are asserted; every figure is pinned at the card's latest run (the fourth, after the
+    // plan's deviations 2 to 4: the multilingual scale equated, the language identified on
+    // 30 s, lines in a foreign script dropped), so the card cannot go stale: a
     // change that mends a cell fails here until the card says so.
     // Within `CPU_SPREAD` points: Whisper's arithmetic in candle follows the CPU's SIMD path,
     // and one word more or less in one clip's transcript moves a 12-script mean by a point.
@@ -273,18 +273,18 @@ async fn the_same_ad_reads_alike_in_five_languages() {
         (("es", "memory"), (false, 17.4, -1.0)),
         (("es", "purchase_intent"), (false, 33.7, -2.0)),
         (("es", "manipulation"), (false, 34.4, 12.3)),
-        (("fr", "attention"), (true, 4.5, 0.0)),
-        (("fr", "memory"), (false, 38.6, -10.9)),
-        (("fr", "purchase_intent"), (false, 59.4, -14.7)),
-        (("fr", "manipulation"), (false, 45.5, 18.6)),
+        (("fr", "attention"), (true, 4.5, -0.1)),
+        (("fr", "memory"), (false, 35.1, -2.4)),
+        (("fr", "purchase_intent"), (false, 55.2, -11.0)),
+        (("fr", "manipulation"), (false, 43.8, 15.8)),
         (("de", "attention"), (true, 4.7, 0.8)),
         (("de", "memory"), (false, 40.3, -11.7)),
-        (("de", "purchase_intent"), (false, 63.3, -17.1)),
-        (("de", "manipulation"), (false, 39.2, 8.7)),
+        (("de", "purchase_intent"), (false, 63.3, -16.9)),
+        (("de", "manipulation"), (false, 40.2, 8.8)),
         (("it", "attention"), (true, 4.9, 1.4)),
-        (("it", "memory"), (false, 21.5, -5.1)),
-        (("it", "purchase_intent"), (false, 35.6, -5.8)),
-        (("it", "manipulation"), (false, 53.9, 13.4)),
+        (("it", "memory"), (false, 25.0, -6.3)),
+        (("it", "purchase_intent"), (false, 44.9, -8.0)),
+        (("it", "manipulation"), (false, 43.4, 12.3)),
     ];
     for (cell, (passes, largest, bias)) in l1_card {
         let (p, l, _, b) = agreement[&cell];
@@ -307,18 +307,18 @@ async fn the_same_ad_reads_alike_in_five_languages() {
         (("es", "M2 manipulation H > N"), (true, 32.4)),
         (("es", "P1 purchase intent H > N"), (true, 49.8)),
         (("es", "P2 purchase intent F > N"), (true, 17.7)),
-        (("fr", "M1 manipulation H > F"), (false, -2.4)),
-        (("fr", "M2 manipulation H > N"), (false, -0.1)),
-        (("fr", "P1 purchase intent H > N"), (false, 12.0)),
-        (("fr", "P2 purchase intent F > N"), (true, 10.7)),
-        (("de", "M1 manipulation H > F"), (true, 12.4)),
+        (("fr", "M1 manipulation H > F"), (false, -2.1)),
+        (("fr", "M2 manipulation H > N"), (false, 7.2)),
+        (("fr", "P1 purchase intent H > N"), (false, 8.5)),
+        (("fr", "P2 purchase intent F > N"), (false, -1.2)),
+        (("de", "M1 manipulation H > F"), (true, 12.1)),
         (("de", "M2 manipulation H > N"), (true, 25.1)),
         (("de", "P1 purchase intent H > N"), (false, 13.9)),
-        (("de", "P2 purchase intent F > N"), (true, 7.7)),
-        (("it", "M1 manipulation H > F"), (true, 21.8)),
+        (("de", "P2 purchase intent F > N"), (true, 8.5)),
+        (("it", "M1 manipulation H > F"), (true, 24.9)),
         (("it", "M2 manipulation H > N"), (true, 31.5)),
         (("it", "P1 purchase intent H > N"), (true, 36.1)),
-        (("it", "P2 purchase intent F > N"), (true, 21.2)),
+        (("it", "P2 purchase intent F > N"), (true, 14.6)),
     ];
     for (cell, (passes, figure)) in l2_card {
         let (p, mean, in_order) = orderings[&cell];

@@ -39,6 +39,7 @@ pub fn identify(lines: &[TranscriptLine]) -> Option<Language> {
         code: whisper_code(info.lang())?.to_owned(),
         probability: info.confidence() as f32,
         transcribed_by: SUBTITLES.to_owned(),
+        foreign_script_lines: 0,
     })
 }
 
