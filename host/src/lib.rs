@@ -20,6 +20,7 @@ pub mod cli_error;
 pub mod clock;
 pub mod compute_threads;
 pub mod config;
+pub mod cortex_surface;
 pub mod embed;
 pub mod grounding;
 pub mod ids;

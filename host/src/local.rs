@@ -77,6 +77,14 @@ pub struct ClipArgs {
     pub fetch: FetchConfig,
 }
 
+/// How `model profiles` gives a Neurosynth focus a network
+/// ([`crate::grounding::neurosynth::Assignment`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AssignRule {
+    Centroids,
+    Surface,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ModelCommand {
     /// Fit a model by cross-validated ridge regression: per-second features (CSV from
@@ -156,6 +164,12 @@ pub enum ModelCommand {
         data: Option<PathBuf>,
         #[arg(long)]
         out: PathBuf,
+        /// How a focus is given a network: `surface` (the nearest vertex of the HCP
+        /// midthickness surface, from the models folder that `scripts/fetch-models` fills; the
+        /// shipped table's rule since qualia 2.11.0) or `centroids` (the nearest Schaefer-400
+        /// parcel centre, 2.9.0's rule, for comparison).
+        #[arg(long, value_enum, default_value = "surface")]
+        assign: AssignRule,
     },
     /// Evaluate a model against measured brain series: zero-shot r per target, ridge toward the
     /// prior with nested cross-validation (held-out r), loudness-only and word-rate-only
@@ -664,9 +678,16 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        ModelCommand::Profiles { data, out } => {
+        ModelCommand::Profiles { data, out, assign } => {
+            use crate::grounding::neurosynth::{self, Assignment, SurfaceIndex};
             let data = reference_data(data)?;
-            let table = crate::grounding::neurosynth::build(&data)?;
+            let assignment = match assign {
+                AssignRule::Centroids => Assignment::Centroids,
+                AssignRule::Surface => Assignment::Surface(SurfaceIndex::load(
+                    &crate::config::default_models_dir_from_env(),
+                )?),
+            };
+            let table = neurosynth::build(&data, &assignment)?;
             let mut text = serde_json::to_string_pretty(&table)?;
             text.push('\n');
             if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {

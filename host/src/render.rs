@@ -10,7 +10,7 @@
 
 pub mod cortex;
 pub mod gpu_frames;
-pub mod surface;
+pub use crate::cortex_surface as surface;
 pub mod timing;
 pub mod video;
 

