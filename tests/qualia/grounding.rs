@@ -128,7 +128,7 @@ fn alice_first_half_meets_the_preregistered_floor() {
     // The floor registered in EVALUATION-PLAN.md before the first run: (1) mean r >= 0.10 and
     // (2) above the loudness-only baseline. (1) has always been met; (2) failed up to 2.8.0
     // (0.292 against 0.303) and is met since 2.9.0 by a margin far inside both intervals
-    // (0.316 against 0.303). Word rate alone is still above the model, and that is pinned too,
+    // (2.9.0 0.316, 2.11.0 0.310, against 0.303). Word rate alone is still above the model, and that is pinned too,
     // so a model that passes it fails here until the card and this test are updated.
     assert!(
         mean >= 0.10,
@@ -145,8 +145,8 @@ fn alice_first_half_meets_the_preregistered_floor() {
     );
     // The figures the card reports, to three decimals.
     assert!(
-        (mean - 0.316).abs() < 0.0015,
-        "zero-shot mean r is {mean:.3}; the card says 0.316"
+        (mean - 0.310).abs() < 0.0015,
+        "zero-shot mean r is {mean:.3}; the card says 0.310"
     );
     assert!(
         (loudness - 0.303).abs() < 0.0015,

@@ -746,9 +746,11 @@ mod tests {
     fn the_threat_note_says_what_the_circuits_read() {
         // Pressure far above deliberation (the band is high) while deliberation and the alarm
         // both run above a typical clip: the narrated-clip case where 2.6.0 said "scrutiny and
-        // alarm stay low" beside circuits that read them elevated and high.
+        // alarm stay low" beside circuits that read them elevated and high. Since 2.8.0
+        // deliberation weighs Limbic too (qualia 2.11.0), so the pull is Limbic with
+        // Frontoparietal below rest (up to 2.7.0: Limbic 6, Frontoparietal 0.3).
         let rows: Vec<[f32; 7]> = (0..10)
-            .map(|_| [0.0, 0.0, 0.0, 3.0, 6.0, 0.3, 0.4])
+            .map(|_| [0.0, 0.0, 0.0, 3.0, 2.0, -0.5, 0.4])
             .collect();
         let m = measured(&clip_of(&rows, Vec::new()));
         let circuit = |key: &str| {
@@ -1046,7 +1048,9 @@ mod tests {
         assert_eq!(read[1], "not assessable");
         assert_eq!(read[3], "not assessable");
         // With speech the same rule holds per circuit: Limbic moving makes reward assessable
-        // and puts a number on the guard axis's partner.
+        // and puts a number on both axes of the quadrant (since 2.8.0 deliberation, the guard
+        // axis, weighs Limbic too: qualia 2.11.0's decision-making profile); relevance
+        // (Default Mode alone) still has nothing to read.
         let mut felt = silent;
         felt[3][LIMBIC] = 1.5;
         let words = vec![TranscriptLine {
@@ -1068,9 +1072,9 @@ mod tests {
             .find(|c| c.key == "relevance")
             .expect("relevance");
         assert_eq!(relevance.reading, "not assessable");
-        assert_eq!(m.quadrant.lowers_guard, NEUTRAL);
+        assert_ne!(m.quadrant.lowers_guard, NEUTRAL);
         assert!(
-            m.quadrant.how.contains("not assessable"),
+            !m.quadrant.how.contains("not assessable"),
             "{}",
             m.quadrant.how
         );

@@ -156,14 +156,14 @@ impl Readout {
 /// cortex is in Yeo-7 Somatomotor), each at unit length, summed and rescaled.
 pub const ATTENTION: Readout = Readout {
     name: "attention",
-    form: Form::Weighted([0.6957, 0.4666, 0.5462, 0.0, 0.0, 0.0, 0.0]),
+    form: Form::Weighted([0.694, 0.4612, 0.5528, 0.0, 0.0, 0.0, 0.0]),
 };
 
-/// Encoding-related engagement: the `memory` profile (Limbic, Visual, Default Mode,
-/// Frontoparietal).
+/// Encoding-related engagement: the `memory` profile (Limbic, Default Mode, Visual,
+/// Frontoparietal; since qualia 2.11.0 without hippocampal foci, so Default Mode weighs more).
 pub const MEMORY: Readout = Readout {
     name: "memory",
-    form: Form::Weighted([0.306, 0.0, 0.0, 0.0, 0.8725, 0.1547, 0.3481]),
+    form: Form::Weighted([0.3251, 0.0, 0.0, 0.0, 0.7541, 0.1306, 0.5556]),
 };
 
 /// Valuation and approach: the `reward` profile (Limbic, Frontoparietal) without its Ventral
@@ -175,20 +175,21 @@ pub const MEMORY: Readout = Readout {
 /// valuation, every drum hit raised purchase intent: a melody over a still frame scored 68.
 pub const PURCHASE_INTENT: Readout = Readout {
     name: "purchase_intent",
-    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.8586, 0.5127, 0.0]),
+    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.8957, 0.4446, 0.0]),
 };
 
 /// Persuasion pressure: the `emotion` profile and the reward readout above, each at unit
 /// length, summed and rescaled (affect and valuation pulling toward the message).
 pub const PRESSURE: Readout = Readout {
     name: "pressure",
-    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.8927, 0.2815, 0.352]),
+    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.9183, 0.2393, 0.3152]),
 };
 
-/// Deliberation: the `decision_making` profile (Frontoparietal, Default Mode).
+/// Deliberation: the `decision_making` profile (Frontoparietal, Default Mode, and since qualia
+/// 2.11.0 Limbic: the orbitofrontal valuation foci that the surface assigns to Limbic).
 pub const DELIBERATION: Readout = Readout {
     name: "deliberation",
-    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.0, 0.8327, 0.5538]),
+    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.4332, 0.711, 0.5538]),
 };
 
 /// Persuasion pressure relative to deliberation: how far [`PRESSURE`]'s corpus percentile lies
@@ -272,19 +273,25 @@ mod tests {
             let expected = p.percentile(PRESSURE.raw(&row)) - d.percentile(DELIBERATION.raw(&row));
             assert!((MANIPULATION.raw(&row) - expected).abs() < 1e-12, "{x}");
             seen_both_ways[usize::from(expected > 0.0)] = true;
-            // More Limbic (pressure only) never lowers it; more Frontoparietal (deliberation
-            // only, and a small pressure weight) lowers it wherever deliberation's scale moves.
-            let mut up = row;
-            up[4] += 0.05;
-            assert!(MANIPULATION.raw(&up) >= MANIPULATION.raw(&row) - 1e-12);
         }
         assert!(seen_both_ways[0] && seen_both_ways[1]);
+        // More Limbic raises pressure's raw value more than deliberation's. Since qualia 2.11.0
+        // both terms weigh Limbic (the decision-making profile's orbitofrontal valuation foci
+        // reach Limbic on the cortical surface), so on the percentile scale more Limbic lowers
+        // manipulation wherever deliberation's corpus scale is the steeper of the two; up to
+        // 2.9.0 it never could. What that does on real clips is the known-groups battery's.
+        let (w_p, w_d) = (
+            PRESSURE.weights().expect("weighted"),
+            DELIBERATION.weights().expect("weighted"),
+        );
+        assert!(w_p[4] > 2.0 * w_d[4], "{w_p:?} {w_d:?}");
         assert!(MANIPULATION.weights().is_none());
     }
 
     #[test]
     fn a_contrast_attributes_its_movement_to_the_networks_of_both_terms() {
-        // Limbic raises pressure; Frontoparietal raises deliberation more than pressure.
+        // Limbic raises pressure more than deliberation; Frontoparietal raises deliberation more
+        // than pressure.
         let row = [0.0, 0.0, 0.0, 0.0, 0.6, 0.5, 0.0];
         let parts = MANIPULATION.parts(&row);
         assert!(parts[4] > 0.0, "{parts:?}");
