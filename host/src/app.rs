@@ -201,9 +201,21 @@ impl App {
         let paths = crate::speech::ModelPaths::under(&config.models_dir);
         // Only processes that analyse need Whisper; every process embeds (queries or texts).
         let speech = if config.role.runs_workers() {
-            let speech =
-                tokio::task::spawn_blocking(move || crate::speech::Speech::load(&paths)).await??;
-            tracing::info!(model = %speech.model_id(), "speech model ready");
+            let (device, queue, adapter) = (
+                gpu.device().clone(),
+                gpu.queue().clone(),
+                gpu.adapter_info.clone(),
+            );
+            let speech = tokio::task::spawn_blocking(move || {
+                let on = crate::speech::whisper::DeviceHandle {
+                    device: &device,
+                    queue: &queue,
+                    adapter: &adapter,
+                };
+                crate::speech::Speech::load_on(&paths, Some(on))
+            })
+            .await??;
+            tracing::info!(model = %speech.model_id(), whisper_on = %speech.computed_on(), "speech model ready");
             Some(Arc::new(speech))
         } else {
             None

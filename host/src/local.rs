@@ -282,7 +282,12 @@ pub fn qualia(args: &ModelArgs) -> anyhow::Result<Qualia> {
     // v2 reads speech and language: it needs Whisper, the VAD and the embedder.
     let listener = if model.format() >= 2 {
         let paths = crate::speech::ModelPaths::under(&args.models_dir);
-        let speech = crate::speech::Speech::load(&paths).with_context(|| {
+        let on = crate::speech::whisper::DeviceHandle {
+            device: gpu.device(),
+            queue: gpu.queue(),
+            adapter: &gpu.adapter_info,
+        };
+        let speech = crate::speech::Speech::load_on(&paths, Some(on)).with_context(|| {
             format!(
                 "qualia v2 needs the speech models in {} (run scripts/fetch-models, or pass --models-dir)",
                 args.models_dir.display()

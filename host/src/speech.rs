@@ -47,6 +47,34 @@ const VAD_THRESHOLD: f32 = 0.5;
 /// one 30 s encoder pass per clip with speech: 2.1 s against 0.7 s for Whisper base on the
 /// 2-core CI machine.
 pub const IDENTIFY_SECS: f64 = 30.0;
+/// Chooses where Whisper runs, once at start-up, from `BRAINSCAN_WHISPER_ON` (see
+/// [`whisper_on`]).
+///
+/// # Errors
+/// A setting other than `device`, `cpu` or `auto`.
+pub fn whisper_on_device(adapter: &wgpu::AdapterInfo) -> anyhow::Result<bool> {
+    whisper_on(
+        std::env::var("BRAINSCAN_WHISPER_ON").ok().as_deref(),
+        adapter.device_type,
+    )
+}
+
+/// `device` or `cpu` decides; `auto` (or no setting) puts Whisper on a real GPU and keeps it
+/// on the CPU with a CPU adapter (lavapipe): there the kernels share the cores candle's matrix
+/// code would use, and the device bench measures them 30 to 49 times slower
+/// (docs/transcripts.md).
+///
+/// # Errors
+/// Any other setting, named.
+pub fn whisper_on(setting: Option<&str>, adapter: wgpu::DeviceType) -> anyhow::Result<bool> {
+    match setting.map(str::trim).unwrap_or("auto") {
+        "device" => Ok(true),
+        "cpu" => Ok(false),
+        "auto" | "" => Ok(adapter != wgpu::DeviceType::Cpu),
+        other => anyhow::bail!("BRAINSCAN_WHISPER_ON must be device, cpu or auto, not {other:?}"),
+    }
+}
+
 /// Windows start this long before detected speech.
 const LEAD_IN_SECS: f64 = 0.3;
 
@@ -153,19 +181,41 @@ impl Speech {
     /// # Errors
     /// A model file missing or malformed; the message names it and `scripts/fetch-models`.
     pub fn load(paths: &ModelPaths) -> anyhow::Result<Self> {
-        let multilingual = whisper::WhisperModel::load(&paths.whisper_multilingual)?;
+        Self::load_on(paths, None)
+    }
+
+    /// [`Speech::load`], with both Whisper models on `device` when [`whisper_on_device`] says
+    /// so for its adapter.
+    ///
+    /// # Errors
+    /// As [`Speech::load`], or the device refusing the weights.
+    pub fn load_on(
+        paths: &ModelPaths,
+        device: Option<whisper::DeviceHandle<'_>>,
+    ) -> anyhow::Result<Self> {
+        let device = match device {
+            Some(d) if whisper_on_device(d.adapter)? => Some(d),
+            _ => None,
+        };
+        let multilingual = whisper::WhisperModel::load_on(&paths.whisper_multilingual, device)?;
         anyhow::ensure!(
             multilingual.is_multilingual(),
             "{} is an English-only model; the language identifier must be multilingual",
             paths.whisper_multilingual.display()
         );
         Ok(Self {
-            whisper: whisper::WhisperModel::load(&paths.whisper)?,
+            whisper: whisper::WhisperModel::load_on(&paths.whisper, device)?,
             multilingual,
             vad: vad::SileroVad::load(&paths.vad).map_err(|e| {
                 anyhow::anyhow!("{}: {e} (run scripts/fetch-models)", paths.vad.display())
             })?,
         })
+    }
+
+    /// Where Whisper runs: the adapter's name, or `cpu`.
+    #[must_use]
+    pub fn computed_on(&self) -> String {
+        self.whisper.device_name().unwrap_or("cpu").to_owned()
     }
 
     /// Names the models, for provenance.
@@ -212,6 +262,7 @@ impl Speech {
         let mut out = serde_json::json!({
             "source": Source::Speech.as_str(),
             "model": self.model_id(),
+            "computed_on": self.computed_on(),
         });
         if let Some(l) = language {
             describe_language(
@@ -645,6 +696,18 @@ pub fn is_annotation(text: &str) -> bool {
 mod tests {
     use super::*;
     use whisper::Segment;
+
+    #[test]
+    fn whisper_goes_to_a_real_gpu_unless_told_otherwise() {
+        use wgpu::DeviceType::{Cpu, DiscreteGpu, IntegratedGpu};
+        assert!(whisper_on(None, DiscreteGpu).expect("valid"));
+        assert!(whisper_on(Some("auto"), IntegratedGpu).expect("valid"));
+        assert!(!whisper_on(None, Cpu).expect("valid"));
+        assert!(whisper_on(Some("device"), Cpu).expect("valid"));
+        assert!(!whisper_on(Some(" cpu "), DiscreteGpu).expect("valid"));
+        let err = whisper_on(Some("gpu"), DiscreteGpu).expect_err("refused");
+        assert!(err.to_string().contains("device, cpu or auto"), "{err}");
+    }
 
     fn seg(start: f64, end: f64, text: &str) -> Segment {
         Segment {

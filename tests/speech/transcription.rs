@@ -23,6 +23,8 @@ async fn jfk_is_transcribed_within_ten_percent_wer() {
     assert_eq!(source["language"], "en", "{source}");
     assert_eq!(source["transcribed_by"], "whisper-4x384.en", "{source}");
     assert_eq!(source["meaning_read"], true, "{source}");
+    // The suite's models are loaded on the CPU.
+    assert_eq!(source["computed_on"], "cpu", "{source}");
     let text = joined(&lines);
     let w = wer(JFK, &text);
     eprintln!("jfk.wav: WER {w:.3}: {text:?} {lines:?}");
@@ -258,7 +260,7 @@ fn the_whisper_loader_rejects_a_truncated_model() {
 }
 
 /// The 16 kHz samples of `jfk.wav`, and the real Whisper model.
-fn jfk_and_whisper() -> (Vec<f32>, brainscan::speech::whisper::WhisperModel) {
+pub fn jfk_and_whisper() -> (Vec<f32>, brainscan::speech::whisper::WhisperModel) {
     let dir = tempfile::tempdir().expect("tmp");
     let raw = dir.path().join("jfk.f32");
     run(Command::new("ffmpeg")
@@ -275,6 +277,12 @@ fn jfk_and_whisper() -> (Vec<f32>, brainscan::speech::whisper::WhisperModel) {
         .expect("whisper model");
     (pcm, model)
 }
+
+/// A timestamp, twenty text tokens of JFK's sentence (GPT-2 byte-pair ids), a timestamp.
+pub const JFK_TOKENS: [u32; 22] = [
+    50364, 843, 523, 616, 5891, 3399, 11, 1265, 407, 644, 534, 1499, 460, 466, 329, 345, 11, 1265,
+    644, 345, 460, 50900,
+];
 
 /// The temperature fallback decodes its candidates as one batch (`speech/decoder.rs`). Each
 /// candidate must come out as it does alone: the same tokens and the same mean
@@ -312,13 +320,8 @@ fn batched_fallback_candidates_decode_as_they_do_alone() {
 #[test]
 fn the_cached_decoder_matches_the_reference_decoder() {
     let (pcm, model) = jfk_and_whisper();
-    // A timestamp, twenty text tokens (GPT-2 byte-pair ids), a timestamp.
-    let tokens = [
-        50364, 843, 523, 616, 5891, 3399, 11, 1265, 407, 644, 534, 1499, 460, 466, 329, 345, 11,
-        1265, 644, 345, 460, 50900,
-    ];
     let worst = model
-        .decoder_disagreement(&pcm, &tokens)
+        .decoder_disagreement(&pcm, &JFK_TOKENS)
         .expect("both decoders run");
     eprintln!("largest logit difference: {worst:e}");
     assert!(

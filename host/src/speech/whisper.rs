@@ -24,7 +24,8 @@ use rand::distr::Distribution;
 use tokenizers::Tokenizer;
 
 use super::ct2::{self, Ct2Model};
-use super::decoder::{Attended, CachedDecoder};
+use super::decoder::{Attended, CachedDecoder, Pass};
+use brainscan_whisper_gpu as gpu;
 
 /// Mel frames per window and seconds per frame.
 const N_FRAMES: usize = m::N_FRAMES;
@@ -66,8 +67,10 @@ pub struct WhisperModel {
     /// Candle's Whisper: its encoder runs each window; its decoder (which re-reads the whole
     /// token sequence at every step) is kept only as the reference the cached one is tested
     /// against. The two share their tensors.
-    model: m::model::Whisper,
-    decoder: CachedDecoder,
+    config: Config,
+    /// The network on the CPU; `None` when the model runs on a device, so its weights are
+    /// held once (on the device), not twice.
+    cpu: Option<Cpu>,
     tokenizer: Tokenizer,
     filters: Vec<f32>,
     tokens: SpecialTokens,
@@ -77,6 +80,41 @@ pub struct WhisperModel {
     /// Suppressed at the first text token: a space and end-of-text.
     suppress_begin: Vec<u32>,
     pub id: String,
+    /// The same checkpoint on a wgpu device, when the speech stage runs there: it then encodes
+    /// and decodes every window, and the CPU network serves only the parity hooks.
+    device: Option<OnDevice>,
+}
+
+struct Cpu {
+    model: m::model::Whisper,
+    decoder: CachedDecoder,
+}
+
+struct OnDevice {
+    whisper: gpu::DeviceWhisper,
+    /// The adapter's name, for provenance.
+    adapter: String,
+}
+
+/// A device for Whisper: the qualia core's, shared.
+#[derive(Clone, Copy)]
+pub struct DeviceHandle<'a> {
+    pub device: &'a wgpu::Device,
+    pub queue: &'a wgpu::Queue,
+    pub adapter: &'a wgpu::AdapterInfo,
+}
+
+/// One window's encoder output, projected for every layer's cross-attention, where the model
+/// runs.
+enum Window {
+    Cpu(Attended),
+    Device(gpu::Attended),
+}
+
+/// A decoding pass over a [`Window`].
+enum Decoding<'a> {
+    Cpu(Pass<'a>),
+    Device(gpu::Pass<'a>),
 }
 
 #[derive(serde::Deserialize)]
@@ -112,6 +150,15 @@ impl WhisperModel {
     /// # Errors
     /// A missing or malformed file, with its name.
     pub fn load(dir: &Path) -> anyhow::Result<Self> {
+        Self::load_on(dir, None)
+    }
+
+    /// [`WhisperModel::load`], and with `on` a copy of the weights on that wgpu device, where
+    /// every window is then encoded and decoded.
+    ///
+    /// # Errors
+    /// As [`WhisperModel::load`], or the device refusing the weights or the kernels.
+    pub fn load_on(dir: &Path, on: Option<DeviceHandle<'_>>) -> anyhow::Result<Self> {
         let device = Device::Cpu;
         let bin = dir.join("model.bin");
         let size = std::fs::metadata(&bin)
@@ -140,9 +187,49 @@ impl WhisperModel {
             decoder_layers: shape.decoder_layers,
             suppress_tokens: side.suppress_ids.clone(),
         };
+        let on_device = match on {
+            Some(h) => {
+                let dims = gpu::Dims {
+                    n_mels: shape.n_mels,
+                    n_state: shape.d_model,
+                    audio_ctx: shape.audio_ctx,
+                    audio_heads: shape.encoder_heads,
+                    audio_layers: shape.encoder_layers,
+                    text_ctx: shape.text_ctx,
+                    text_heads: shape.decoder_heads,
+                    text_layers: shape.decoder_layers,
+                    vocab: shape.vocab,
+                };
+                let weights = |name: &str| -> Result<gpu::Tensor, String> {
+                    let t = tensors
+                        .get(name)
+                        .ok_or_else(|| format!("{name} is missing"))?;
+                    let values = t
+                        .flatten_all()
+                        .and_then(|f| f.to_dtype(candle_core::DType::F32))
+                        .and_then(|f| f.to_vec1::<f32>())
+                        .map_err(|e| format!("{name}: {e}"))?;
+                    Ok((t.dims().to_vec(), values))
+                };
+                let whisper =
+                    gpu::DeviceWhisper::new(h.device.clone(), h.queue.clone(), dims, &weights)?;
+                Some(OnDevice {
+                    whisper,
+                    adapter: h.adapter.name.clone(),
+                })
+            }
+            None => None,
+        };
         let vb = VarBuilder::from_tensors(tensors, m::DTYPE, &device);
-        let decoder = CachedDecoder::load(&vb.pp("model.decoder"), &config)?;
-        let model = m::model::Whisper::load(&vb, config)?;
+        let cpu = if on_device.is_none() {
+            Some(Cpu {
+                decoder: CachedDecoder::load(&vb.pp("model.decoder"), &config)?,
+                model: m::model::Whisper::load(&vb, config.clone())?,
+            })
+        } else {
+            None
+        };
+        drop(vb);
         let tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|e| anyhow::anyhow!("whisper tokenizer.json: {e}"))?;
         let filters = mel_filters(dir, shape.n_mels)?;
@@ -187,15 +274,86 @@ impl WhisperModel {
             if multilingual { "" } else { ".en" }
         );
         Ok(Self {
-            model,
-            decoder,
+            config,
+            cpu,
             tokenizer,
             filters,
             tokens,
             suppress,
             suppress_begin,
             id,
+            device: on_device,
         })
+    }
+
+    /// The adapter that runs this model, or `None` on the CPU.
+    #[must_use]
+    pub fn device_name(&self) -> Option<&str> {
+        self.device.as_ref().map(|d| d.adapter.as_str())
+    }
+
+    fn cpu(&self) -> anyhow::Result<&Cpu> {
+        self.cpu
+            .as_ref()
+            .with_context(|| format!("{} runs on the device, not on the CPU", self.id))
+    }
+
+    /// Encodes a `(1, n_mels, frames)` mel window and projects it for cross-attention.
+    fn window(&self, mel: &Tensor) -> anyhow::Result<Window> {
+        match &self.device {
+            Some(d) => {
+                let frames = mel.dim(2)?;
+                let values = mel.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
+                let encoded = d.whisper.encode(&values, frames)?;
+                Ok(Window::Device(d.whisper.attend(&encoded)?))
+            }
+            None => {
+                let cpu = self.cpu()?;
+                let mut encoder = cpu.model.encoder.clone();
+                Ok(Window::Cpu(
+                    cpu.decoder.attend(&encoder.forward(mel, true)?)?,
+                ))
+            }
+        }
+    }
+
+    fn start<'a>(&self, window: &'a Window, candidates: usize) -> anyhow::Result<Decoding<'a>> {
+        Ok(match (window, &self.device) {
+            (Window::Cpu(a), _) => Decoding::Cpu(self.cpu()?.decoder.pass(a, candidates)),
+            (Window::Device(a), Some(d)) => Decoding::Device(d.whisper.pass(a, candidates)?),
+            (Window::Device(_), None) => anyhow::bail!("a device window without a device"),
+        })
+    }
+
+    /// Feeds `fed` (the same count for every live candidate) and returns the logits of the
+    /// first candidate's first new position when `first` is set, and of every live
+    /// candidate's last new position.
+    fn step(
+        &self,
+        decoding: &mut Decoding<'_>,
+        fed: &[u32],
+        first: bool,
+    ) -> anyhow::Result<gpu::StepLogits> {
+        match (decoding, &self.device) {
+            (Decoding::Cpu(pass), _) => {
+                let decoder = &self.cpu()?.decoder;
+                let hidden = decoder.feed(pass, fed)?;
+                Ok(gpu::StepLogits {
+                    first: first.then(|| decoder.logits(&hidden, 0)).transpose()?,
+                    last: decoder.last_logits(&hidden)?,
+                })
+            }
+            (Decoding::Device(pass), Some(d)) => Ok(d.whisper.feed(pass, fed, first)?),
+            (Decoding::Device(_), None) => anyhow::bail!("a device pass without a device"),
+        }
+    }
+
+    fn retain(decoding: &mut Decoding<'_>, rows: &[usize]) -> anyhow::Result<()> {
+        match decoding {
+            Decoding::Cpu(pass) => pass.retain(rows)?,
+            Decoding::Device(pass) => pass.retain(rows)?,
+        }
+        Ok(())
     }
 
     /// Whether the model reads many languages (and so can tell which one it hears).
@@ -250,11 +408,13 @@ impl WhisperModel {
         // An even number of frames: the encoder's second convolution has stride 2.
         let frames = ((window_secs.clamp(1.0, 30.0) / FRAME_SECS) as usize / 2 * 2).min(N_FRAMES);
         let window = mel.narrow(1, 0, frames)?.unsqueeze(0)?;
-        let mut encoder = self.model.encoder.clone();
-        let attended = self.decoder.attend(&encoder.forward(&window, true)?)?;
-        let mut pass = self.decoder.pass(&attended, 1);
-        let hidden = self.decoder.feed(&mut pass, &[self.tokens.sot])?;
-        let logits = self.decoder.logits(&hidden, 0)?;
+        let attended = self.window(&window)?;
+        let mut pass = self.start(&attended, 1)?;
+        let logits = self
+            .step(&mut pass, &[self.tokens.sot], false)?
+            .last
+            .pop()
+            .context("no logits")?;
         let scores: Vec<f32> = self
             .tokens
             .languages
@@ -272,11 +432,11 @@ impl WhisperModel {
     /// Log-mel spectrogram of 16 kHz mono `pcm` followed by 30 s of silence, as
     /// `(n_mels, frames)` plus the number of frames that hold real audio.
     fn mel(&self, pcm: &[f32]) -> candle_core::Result<(Tensor, usize)> {
-        let n_mels = self.model.config.num_mel_bins;
+        let n_mels = self.config.num_mel_bins;
         let mut padded = Vec::with_capacity(pcm.len() + m::N_SAMPLES);
         padded.extend_from_slice(pcm);
         padded.resize(pcm.len() + m::N_SAMPLES, 0.0);
-        let mel = audio::pcm_to_mel(&self.model.config, &padded, &self.filters);
+        let mel = audio::pcm_to_mel(&self.config, &padded, &self.filters);
         let frames = mel.len() / n_mels;
         let content = pcm.len() / m::HOP_LENGTH;
         Ok((
@@ -309,7 +469,6 @@ impl WhisperModel {
         language: Option<&str>,
     ) -> anyhow::Result<Vec<Segment>> {
         let prompt = self.prompt(language)?;
-        let mut encoder = self.model.encoder.clone();
         let (mel, content_frames) = self.mel(pcm)?;
         let mut seek = 0usize;
         let mut segments = Vec::new();
@@ -327,8 +486,7 @@ impl WhisperModel {
             let window_frames = N_FRAMES.min(content_frames - seek);
             let window = mel.narrow(1, seek, N_FRAMES)?.unsqueeze(0)?;
             let offset = seek as f64 * FRAME_SECS;
-            let features = encoder.forward(&window, true)?;
-            let attended = self.decoder.attend(&features)?;
+            let attended = self.window(&window)?;
             let decoded = self.decode_with_fallback(&attended, &prompt, seek as u64)?;
             let silent = decoded.no_speech_prob > m::NO_SPEECH_THRESHOLD
                 && decoded.avg_logprob < m::LOGPROB_THRESHOLD;
@@ -355,12 +513,13 @@ impl WhisperModel {
     /// Tensor errors.
     #[doc(hidden)]
     pub fn decoder_disagreement(&self, pcm: &[f32], tokens: &[u32]) -> anyhow::Result<f32> {
-        let mut model = self.model.clone();
+        let cpu = self.cpu()?;
+        let mut model = cpu.model.clone();
         let (mel, _) = self.mel(pcm)?;
         let window = mel.narrow(1, 0, N_FRAMES)?.unsqueeze(0)?;
         let features = model.encoder.forward(&window, true)?;
-        let attended = self.decoder.attend(&features)?;
-        let mut pass = self.decoder.pass(&attended, 1);
+        let attended = cpu.decoder.attend(&features)?;
+        let mut pass = cpu.decoder.pass(&attended, 1);
         let mut sequence = self.prompt(None)?;
         let mut worst = 0f32;
         let mut fed = sequence.clone();
@@ -369,8 +528,8 @@ impl WhisperModel {
                 sequence.push(next);
                 fed = vec![next];
             }
-            let ours = self.decoder.feed(&mut pass, &fed)?;
-            let ours = self.decoder.logits(&ours, fed.len() - 1)?;
+            let ours = cpu.decoder.feed(&mut pass, &fed)?;
+            let ours = cpu.decoder.logits(&ours, fed.len() - 1)?;
             let input = Tensor::new(sequence.as_slice(), &Device::Cpu)?.unsqueeze(0)?;
             let hidden = model.decoder.forward(&input, &features, i == 0)?;
             let theirs = model
@@ -385,6 +544,60 @@ impl WhisperModel {
         Ok(worst)
     }
 
+    /// How far this model on its device is from `on_cpu` (the same checkpoint on the CPU) on
+    /// the first window of `pcm`: the encoder output, then the logits at every position of
+    /// `tokens` fed one at a time after the prompt (both paths cached, as in decoding). A test
+    /// hook for the device parity test.
+    ///
+    /// # Errors
+    /// This model is not on a device or `on_cpu` not on the CPU, or a tensor or device error.
+    #[doc(hidden)]
+    pub fn device_disagreement(
+        &self,
+        on_cpu: &WhisperModel,
+        pcm: &[f32],
+        tokens: &[u32],
+    ) -> anyhow::Result<DeviceParity> {
+        let d = self
+            .device
+            .as_ref()
+            .context("the model is not on a device")?;
+        let cpu = on_cpu.cpu()?;
+        let (mel, _) = self.mel(pcm)?;
+        let window = mel.narrow(1, 0, N_FRAMES)?.unsqueeze(0)?;
+        let mut encoder = cpu.model.encoder.clone();
+        let features = encoder.forward(&window, true)?;
+        let values = window.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
+        let encoded = d.whisper.encode(&values, N_FRAMES)?;
+        let device_out = d.whisper.read_encoded(&encoded)?;
+        let cpu_out = features.flatten_all()?.to_vec1::<f32>()?;
+        let mut parity = DeviceParity::default();
+        for (a, b) in cpu_out.iter().zip(&device_out) {
+            parity.encoder_max_diff = parity.encoder_max_diff.max((a - b).abs());
+            parity.encoder_max_abs = parity.encoder_max_abs.max(a.abs());
+        }
+        let cpu_window = Window::Cpu(cpu.decoder.attend(&features)?);
+        let device_window = Window::Device(d.whisper.attend(&encoded)?);
+        let mut cpu = on_cpu.start(&cpu_window, 1)?;
+        let mut device = self.start(&device_window, 1)?;
+        let prompt = self.prompt(None)?;
+        let steps = std::iter::once(prompt).chain(tokens.iter().map(|&t| vec![t]));
+        for fed in steps {
+            let theirs = on_cpu.step(&mut cpu, &fed, false)?.last;
+            let ours = self.step(&mut device, &fed, false)?.last;
+            let (theirs, ours) = (&theirs[0], &ours[0]);
+            for (a, b) in theirs.iter().zip(ours) {
+                parity.logits_max_diff = parity.logits_max_diff.max((a - b).abs());
+                parity.logits_max_abs = parity.logits_max_abs.max(a.abs());
+            }
+            parity.positions += 1;
+            if argmax(theirs) == argmax(ours) {
+                parity.same_argmax += 1;
+            }
+        }
+        Ok(parity)
+    }
+
     /// The first window of `pcm` decoded at every temperature of the fallback, one candidate at
     /// a time and then as the fallback does it (temperature 0 alone, the rest in one batch),
     /// with the seconds each way spent on the batched temperatures. A hook for the speech
@@ -394,10 +607,9 @@ impl WhisperModel {
     /// Tensor errors.
     #[doc(hidden)]
     pub fn compare_fallback_batching(&self, pcm: &[f32]) -> anyhow::Result<FallbackComparison> {
-        let mut encoder = self.model.encoder.clone();
         let (mel, _) = self.mel(pcm)?;
         let window = mel.narrow(1, 0, N_FRAMES)?.unsqueeze(0)?;
-        let attended = self.decoder.attend(&encoder.forward(&window, true)?)?;
+        let attended = self.window(&window)?;
         let candidates: Vec<(f64, u64)> = TEMPERATURES
             .iter()
             .enumerate()
@@ -507,7 +719,7 @@ impl WhisperModel {
     /// (each keeps its own seed) at the cost of one pass instead of up to five.
     fn decode_with_fallback(
         &self,
-        attended: &Attended,
+        attended: &Window,
         prompt: &[u32],
         seed: u64,
     ) -> anyhow::Result<Decoded> {
@@ -545,7 +757,7 @@ impl WhisperModel {
     /// the batch.
     fn decode(
         &self,
-        attended: &Attended,
+        attended: &Window,
         prompt: &[u32],
         candidates: &[(f64, u64)],
     ) -> anyhow::Result<Vec<Decoded>> {
@@ -562,7 +774,7 @@ impl WhisperModel {
                 done: false,
             })
             .collect();
-        let mut pass = self.decoder.pass(attended, rows.len());
+        let mut pass = self.start(attended, rows.len())?;
         for i in 0..MAX_TOKENS {
             let live: Vec<usize> = (0..rows.len()).filter(|&r| !rows[r].done).collect();
             if live.is_empty() {
@@ -575,17 +787,16 @@ impl WhisperModel {
                     .map(|&r| rows[r].tokens[rows[r].tokens.len() - 1])
                     .collect()
             };
-            let hidden = self.decoder.feed(&mut pass, &fed)?;
-            if i == 0 {
+            let gpu::StepLogits { first, last } = self.step(&mut pass, &fed, i == 0)?;
+            if let Some(first) = first {
                 // The no-speech probability is read at the start-of-transcript position (the
                 // same for every candidate: they share the prompt).
-                let first = self.decoder.logits(&hidden, 0)?;
                 let p = f64::from(log_softmax(&first)[tk.no_speech as usize].exp());
                 for r in &mut rows {
                     r.no_speech_prob = p;
                 }
             }
-            for (&row, mut logits) in live.iter().zip(self.decoder.last_logits(&hidden)?) {
+            for (&row, mut logits) in live.iter().zip(last) {
                 let r = &mut rows[row];
                 self.apply_rules(&mut logits, &r.tokens[prefix..]);
                 let next = r.sample(&logits);
@@ -598,7 +809,7 @@ impl WhisperModel {
             if kept.is_empty() {
                 break;
             }
-            pass.retain(&kept)?;
+            Self::retain(&mut pass, &kept)?;
         }
         Ok(rows
             .into_iter()
@@ -680,6 +891,21 @@ struct Decoded {
     tokens: Vec<u32>,
     avg_logprob: f64,
     no_speech_prob: f64,
+}
+
+/// What [`WhisperModel::device_disagreement`] measured.
+#[doc(hidden)]
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceParity {
+    /// Largest absolute difference in the encoder output, and the largest absolute value.
+    pub encoder_max_diff: f32,
+    pub encoder_max_abs: f32,
+    /// Largest absolute difference in any logit at any position, and the largest logit.
+    pub logits_max_diff: f32,
+    pub logits_max_abs: f32,
+    /// Positions compared, and those where both paths pick the same most likely token.
+    pub positions: usize,
+    pub same_argmax: usize,
 }
 
 /// What [`WhisperModel::compare_fallback_batching`] found: each temperature's `(tokens, mean
