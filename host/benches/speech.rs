@@ -22,6 +22,13 @@
 //!   features of the Japanese clip's transcript read by e5 against the same lines read by
 //!   all-MiniLM-L6-v2 (the baseline, same run).
 //!
+//! - Whisper on the wgpu device against the CPU (issue 45), both loaded in this run: the
+//!   language identified (Whisper base, 30 s) and the transcript, on `jfk.wav` and, on a real
+//!   GPU, the dense minute; with the adapter's name. On a CPU adapter (lavapipe) only `jfk.wav`:
+//!   the device path is tens of times slower there, which is why the service keeps the CPU.
+//!
+//! `BENCH_ONLY=device` runs only that last comparison.
+//!
 //! Needs `scripts/fetch-models`, `scripts/fetch-test-media` and espeak-ng.
 
 use std::path::{Path, PathBuf};
@@ -255,6 +262,10 @@ fn joined_segments(segments: &[brainscan::speech::whisper::Segment]) -> String {
 async fn main() -> anyhow::Result<()> {
     let paths = ModelPaths::under(&brainscan::config::default_models_dir_from_env());
     let speech = Speech::load(&paths)?;
+    if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "device") {
+        let jfk = pcm(&media().join("jfk.wav")).await;
+        return on_the_device(&paths, &speech, &jfk).await;
+    }
     let whisper = WhisperModel::load(&paths.whisper)?;
     let dir = media();
     let jfk = pcm(&dir.join("jfk.wav")).await;
@@ -291,5 +302,58 @@ async fn main() -> anyhow::Result<()> {
     fallback("fallback temperatures, 4 x jfk window", &whisper, &long);
     fallback("fallback temperatures, trailer window", &whisper, &music);
     languages(&paths, &speech, &whisper, &jfk).await;
+    on_the_device(&paths, &speech, &jfk).await?;
+    Ok(())
+}
+
+/// Whisper on the qualia device against the CPU (`speech`), same clips, same run.
+async fn on_the_device(paths: &ModelPaths, speech: &Speech, jfk: &[f32]) -> anyhow::Result<()> {
+    let gpu = brainscan::inference::gpu::GpuContext::new()?;
+    let handle = brainscan::speech::whisper::DeviceHandle {
+        device: gpu.device(),
+        queue: gpu.queue(),
+        adapter: &gpu.adapter_info,
+    };
+    let (load, device) = timed(|| Speech::load_with(paths, Some(handle)));
+    let device = device?;
+    println!(
+        "Whisper on {} ({:?}): both models to the device in {load:.2} s",
+        gpu.adapter_info.name, gpu.adapter_info.device_type
+    );
+    let mut clips = vec![("jfk.wav", jfk.to_vec(), JFK.to_owned())];
+    if gpu.adapter_info.device_type != wgpu::DeviceType::Cpu {
+        clips.push(("60 s dense speech", dense_speech().await, PASSAGE.repeat(6)));
+    }
+    for (name, audio, reference) in clips {
+        let regions = speech.speech_regions(&audio)?;
+        let mut row = Vec::new();
+        let mut texts = Vec::new();
+        for (path, s) in [("cpu", speech), ("device", &device)] {
+            // One untimed pass first (kernels, allocations), as a running worker has done.
+            s.transcribe(&audio[..16_000 * 3])?;
+            let (id_secs, heard) = timed(|| s.identify_language(&audio, &regions));
+            let heard = heard?.map_or_else(|| "none".to_owned(), |d| d.code);
+            let (secs, lines) = timed(|| s.transcribe(&audio));
+            let text = lines?
+                .iter()
+                .map(|l| l.text.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            row.push((id_secs, secs));
+            println!(
+                "{:<44} {path:<6} language {heard} in {id_secs:>6.2} s, transcript {secs:>6.2} s (WER {:.3} against the script)",
+                format!("{name}, Whisper"),
+                support::wer(&reference, &text)
+            );
+            texts.push(text);
+        }
+        println!(
+            "{:<44} device / cpu: identification {:.2}, transcript {:.2}; the two transcripts differ by WER {:.3}",
+            "",
+            row[1].0 / row[0].0,
+            row[1].1 / row[0].1,
+            support::wer(&texts[0], &texts[1])
+        );
+    }
     Ok(())
 }

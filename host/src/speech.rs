@@ -197,6 +197,18 @@ impl Speech {
             Some(d) if whisper_on_device(d.adapter)? => Some(d),
             _ => None,
         };
+        Self::load_with(paths, device)
+    }
+
+    /// [`Speech::load`] with both Whisper models exactly where told: on `device`, or on the
+    /// CPU for `None` (the benches compare the two in one run).
+    ///
+    /// # Errors
+    /// As [`Speech::load`], or the device refusing the weights.
+    pub fn load_with(
+        paths: &ModelPaths,
+        device: Option<whisper::DeviceHandle<'_>>,
+    ) -> anyhow::Result<Self> {
         let multilingual = whisper::WhisperModel::load_on(&paths.whisper_multilingual, device)?;
         anyhow::ensure!(
             multilingual.is_multilingual(),
