@@ -38,6 +38,10 @@ fn open() -> (wgpu::Device, wgpu::Queue, wgpu::AdapterInfo) {
         .expect("a wgpu adapter (install mesa-vulkan-drivers for lavapipe)"),
     };
     let info = adapter.get_info();
+    println!(
+        "adapter features: shader-f16 {}",
+        adapter.features().contains(wgpu::Features::SHADER_F16)
+    );
     let limits = adapter.limits();
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("whisper bench"),
