@@ -1,5 +1,6 @@
 // Whisper on the device: the decoder's input, token embedding plus learned position
 // (host/whisper-gpu). Row r is token r % n_per of its candidate, at position past + r % n_per.
+// The table may be compiled as f16, as the matrix product's weights are.
 
 struct Em {
     rows: u32, d: u32, n_per: u32, past: u32,
@@ -19,5 +20,5 @@ fn embed(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let r = i / p.d;
     let j = i % p.d;
-    x[i] = table[tokens[r] * p.d + j] + positions[(p.past + r % p.n_per) * p.d + j];
+    x[i] = f32(table[tokens[r] * p.d + j]) + positions[(p.past + r % p.n_per) * p.d + j];
 }

@@ -9,6 +9,10 @@
 // The tile is 64 x 64 with a depth of 16; each of the 256 invocations computes 4 x 4 outputs.
 // Summation runs over k in ascending tiles, so results differ from the CPU's only by the
 // order of additions (the parity tests state the bound).
+//
+// Weights may be held in f16 (where the device has shader-f16): the host then compiles this
+// source with `b` declared `array<f16>` behind `enable f16;`, and every
+// read of `b` widens to f32, so the sums stay in f32.
 
 struct Mm {
     m: u32, n: u32, k: u32, flags: u32,
@@ -58,7 +62,7 @@ fn load_b(base: u32, n: u32, k: u32) -> f32 {
     if (n >= p.n || k >= p.k) {
         return 0.0;
     }
-    return b[base + n * p.b_sn + k * p.b_sk];
+    return f32(b[base + n * p.b_sn + k * p.b_sk]);
 }
 
 // The tanh approximation, as candle's `gelu` (which the CPU path runs).
@@ -160,12 +164,12 @@ fn matmul_skinny(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
         // One row (greedy decoding): a scalar sum stays in a register.
         var sum = 0.0;
         for (var k = lane; k < p.k; k += SKINNY_LANES) {
-            sum = sum + load_a(a_base, 0u, k) * b[b_base + n * p.b_sn + k * p.b_sk];
+            sum = sum + load_a(a_base, 0u, k) * f32(b[b_base + n * p.b_sn + k * p.b_sk]);
         }
         acc[0] = sum;
     } else if (n < p.n) {
         for (var k = lane; k < p.k; k += SKINNY_LANES) {
-            let bv = b[b_base + n * p.b_sn + k * p.b_sk];
+            let bv = f32(b[b_base + n * p.b_sn + k * p.b_sk]);
             for (var m = 0u; m < p.m; m++) {
                 acc[m] = acc[m] + load_a(a_base, m, k) * bv;
             }

@@ -313,6 +313,7 @@ async fn on_the_device(paths: &ModelPaths, speech: &Speech, jfk: &[f32]) -> anyh
         device: gpu.device(),
         queue: gpu.queue(),
         adapter: &gpu.adapter_info,
+        precision: None,
     };
     let (load, device) = timed(|| Speech::load_with(paths, Some(handle)));
     let device = device?;

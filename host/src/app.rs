@@ -211,6 +211,7 @@ impl App {
                     device: &device,
                     queue: &queue,
                     adapter: &adapter,
+                    precision: None,
                 };
                 crate::speech::Speech::load_on(&paths, Some(on))
             })

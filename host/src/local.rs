@@ -286,6 +286,7 @@ pub fn qualia(args: &ModelArgs) -> anyhow::Result<Qualia> {
             device: gpu.device(),
             queue: gpu.queue(),
             adapter: &gpu.adapter_info,
+            precision: None,
         };
         let speech = crate::speech::Speech::load_on(&paths, Some(on)).with_context(|| {
             format!(

@@ -12,10 +12,11 @@ fn every_wgsl_file_parses_and_validates() {
         .filter(|n| n.ends_with(".wgsl"))
         .collect();
     on_disk.sort();
-    // The qualia kernels, and the cortex video's frame kernel.
+    // The qualia kernels, the cortex video's frame kernel and Whisper's kernels.
     let mut built_in: Vec<String> = SHADERS
         .iter()
         .chain([&brainscan::render::gpu_frames::SHADER])
+        .chain(brainscan_whisper_gpu::SHADERS.iter())
         .map(|(n, _)| (*n).to_owned())
         .collect();
     built_in.sort();
@@ -41,6 +42,23 @@ fn every_wgsl_file_parses_and_validates() {
                 .all(|e| e.stage == naga::ShaderStage::Compute),
             "{name}: only compute entry points"
         );
+    }
+}
+
+/// Whisper's f16 variants (the weights declared `array<f16>`), as built where the device has
+/// `shader-f16`, validate with that capability.
+#[test]
+fn whispers_f16_variants_validate() {
+    for (name, src) in brainscan_whisper_gpu::f16_sources() {
+        let module = naga::front::wgsl::parse_str(&src)
+            .unwrap_or_else(|e| panic!("{name} (f16): {}", e.emit_to_string(&src)));
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::SHADER_FLOAT16,
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{name} (f16): {}", e.emit_to_string(&src)));
+        assert!(src.contains("array<f16>"), "{name}: no f16 array");
     }
 }
 

@@ -213,7 +213,9 @@ impl GpuContext {
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("qualia"),
-                required_features: wgpu::Features::empty(),
+                // f16 storage where the adapter has it: Whisper on this device holds its
+                // weights in f16 then (host/whisper-gpu); the qualia kernels do not use it.
+                required_features: adapter.features() & wgpu::Features::SHADER_F16,
                 required_limits: limits.clone(),
                 ..Default::default()
             })

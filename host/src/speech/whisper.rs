@@ -102,6 +102,8 @@ pub struct DeviceHandle<'a> {
     pub device: &'a wgpu::Device,
     pub queue: &'a wgpu::Queue,
     pub adapter: &'a wgpu::AdapterInfo,
+    /// How the weights are held; `None` takes f16 where the device has `shader-f16`.
+    pub precision: Option<gpu::Precision>,
 }
 
 /// One window's encoder output, projected for every layer's cross-attention, where the model
@@ -211,11 +213,25 @@ impl WhisperModel {
                         .map_err(|e| format!("{name}: {e}"))?;
                     Ok((t.dims().to_vec(), values))
                 };
-                let whisper =
-                    gpu::DeviceWhisper::new(h.device.clone(), h.queue.clone(), dims, &weights)?;
+                let whisper = match h.precision {
+                    Some(p) => gpu::DeviceWhisper::with_precision(
+                        h.device.clone(),
+                        h.queue.clone(),
+                        dims,
+                        &weights,
+                        p,
+                    )?,
+                    None => {
+                        gpu::DeviceWhisper::new(h.device.clone(), h.queue.clone(), dims, &weights)?
+                    }
+                };
+                let precision = match whisper.precision() {
+                    gpu::Precision::F16 => "f16",
+                    gpu::Precision::F32 => "f32",
+                };
                 Some(OnDevice {
                     whisper,
-                    adapter: h.adapter.name.clone(),
+                    adapter: format!("{} ({precision} weights)", h.adapter.name),
                 })
             }
             None => None,
@@ -286,7 +302,8 @@ impl WhisperModel {
         })
     }
 
-    /// The adapter that runs this model, or `None` on the CPU.
+    /// The adapter that runs this model and how it holds the weights (`NVIDIA H100 80GB HBM3
+    /// (f16 weights)`), or `None` on the CPU.
     #[must_use]
     pub fn device_name(&self) -> Option<&str> {
         self.device.as_ref().map(|d| d.adapter.as_str())

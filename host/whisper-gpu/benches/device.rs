@@ -45,6 +45,8 @@ fn open() -> (wgpu::Device, wgpu::Queue, wgpu::AdapterInfo) {
     let limits = adapter.limits();
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("whisper bench"),
+        // As the service's device: f16 storage where the adapter has it.
+        required_features: adapter.features() & wgpu::Features::SHADER_F16,
         required_limits: limits,
         ..Default::default()
     }))
@@ -94,6 +96,7 @@ fn main() {
         let whisper = DeviceWhisper::new(device.clone(), queue.clone(), dims, &lookup)
             .expect("weights on the device");
         let upload = t.elapsed().as_secs_f64();
+        println!("{name}: weights held as {:?}", whisper.precision());
         let mel: Vec<f32> = (0..80 * 3000)
             .map(|i| ((i % 97) as f32 - 48.0) / 60.0)
             .collect();

@@ -12,9 +12,11 @@
 //! blocks with eps 1e-5, attention scaled by `d_head^-0.5` (the reference scales query and key
 //! by `d_head^-0.25` each), and logits from the tied token embedding. Four kernels do all of
 //! it (`shaders/whisper_*.wgsl`): a strided, batched, tiled matrix product with fused
-//! epilogues; softmax; layer norm; and the decoder's embedding. Weights are held on the device
-//! in f32. Results differ from the CPU's only by the order of additions; the host's parity
-//! test states the bound.
+//! epilogues; softmax; layer norm; and the decoder's embedding. The weights of the linear
+//! layers, the convolutions and the token embedding are held in f16 where the device has
+//! `shader-f16` (half the memory: the fp16 checkpoints the service ships lose nothing), else
+//! f32; every sum is f32. Results differ from the CPU's only by the order of additions; the
+//! host's parity test states the bound.
 //!
 //! A decoding [`Pass`] keeps a key/value cache per layer for a fixed set of candidate slots.
 //! A candidate that ends keeps its slot (its rows are still computed and never read): on a
@@ -26,6 +28,31 @@ const MATMUL_WGSL: &str = include_str!("../../../shaders/whisper_matmul.wgsl");
 const SOFTMAX_WGSL: &str = include_str!("../../../shaders/whisper_softmax.wgsl");
 const LAYERNORM_WGSL: &str = include_str!("../../../shaders/whisper_layernorm.wgsl");
 const EMBED_WGSL: &str = include_str!("../../../shaders/whisper_embed.wgsl");
+
+/// Every WGSL file this crate compiles, by file name (the shader test checks that each file
+/// on disk is built in somewhere, and validates it).
+pub const SHADERS: [(&str, &str); 4] = [
+    ("whisper_matmul.wgsl", MATMUL_WGSL),
+    ("whisper_softmax.wgsl", SOFTMAX_WGSL),
+    ("whisper_layernorm.wgsl", LAYERNORM_WGSL),
+    ("whisper_embed.wgsl", EMBED_WGSL),
+];
+
+/// The sources compiled with f16 weights: the matrix product and the embedding, with their
+/// weight arrays declared `array<f16>` behind `enable f16;`.
+#[must_use]
+pub fn f16_sources() -> [(&'static str, String); 2] {
+    [
+        (
+            "whisper_matmul.wgsl",
+            as_half(MATMUL_WGSL, "var<storage, read> b: array<f32>;"),
+        ),
+        (
+            "whisper_embed.wgsl",
+            as_half(EMBED_WGSL, "var<storage, read> table: array<f32>;"),
+        ),
+    ]
+}
 
 /// The matrix product's tile (rows and columns per workgroup), as in the WGSL.
 const TILE: u32 = 64;
@@ -69,6 +96,15 @@ pub struct Dims {
     pub vocab: usize,
 }
 
+/// How the weights of the linear layers, the convolutions and the token embedding are held on
+/// the device. Biases, norms and positions stay f32, and every sum is f32 either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    F32,
+    /// Half the memory; needs the device's `shader-f16` feature.
+    F16,
+}
+
 /// A named tensor in f32, row-major: its shape and values.
 pub type Tensor = (Vec<usize>, Vec<f32>);
 
@@ -83,6 +119,9 @@ struct Kernels {
     matmul: Kernel,
     /// The same product for at most [`SKINNY_ROWS`] rows (a decoding step).
     matmul_skinny: Kernel,
+    /// Both, reading B (the weights) in f16, when the weights are held so.
+    half: Option<(Kernel, Kernel)>,
+    embed_half: Option<Kernel>,
     softmax: Kernel,
     layernorm: Kernel,
     embed: Kernel,
@@ -262,6 +301,8 @@ struct Product<'b> {
     extra: Option<(&'b wgpu::Buffer, Layout)>,
     /// A kernel-3 convolution: (stride, input length).
     conv: Option<(u32, u32)>,
+    /// B is a weight, held as the model's weights are (f16 or f32); otherwise f32.
+    weight: bool,
 }
 
 /// Dispatches recorded for one submission.
@@ -366,16 +407,14 @@ impl Recorder<'_> {
         ];
         let bias = p.bias.unwrap_or(&self.whisper.unused);
         let kernels = &self.whisper.kernels;
+        let (tiled, skinny) = match (&kernels.half, p.weight) {
+            (Some((tiled, skinny)), true) => (tiled, skinny),
+            _ => (&kernels.matmul, &kernels.matmul_skinny),
+        };
         let (kernel, groups) = if p.m <= SKINNY_ROWS && p.conv.is_none() {
-            (
-                &kernels.matmul_skinny,
-                (p.n.div_ceil(SKINNY_COLS), 1, p.batches),
-            )
+            (skinny, (p.n.div_ceil(SKINNY_COLS), 1, p.batches))
         } else {
-            (
-                &kernels.matmul,
-                (p.n.div_ceil(TILE), p.m.div_ceil(TILE), p.batches),
-            )
+            (tiled, (p.n.div_ceil(TILE), p.m.div_ceil(TILE), p.batches))
         };
         self.dispatch(kernel, &params, &[a, b, bias, e, c], groups);
     }
@@ -395,6 +434,7 @@ impl Recorder<'_> {
             bias: lin.bias.as_ref(),
             extra: None,
             conv: None,
+            weight: true,
         });
     }
 
@@ -452,6 +492,32 @@ impl DeviceWhisper {
         dims: Dims,
         weights: &dyn Fn(&str) -> Result<Tensor, String>,
     ) -> Result<Self, Error> {
+        let precision = if device.features().contains(wgpu::Features::SHADER_F16) {
+            Precision::F16
+        } else {
+            Precision::F32
+        };
+        Self::with_precision(device, queue, dims, weights, precision)
+    }
+
+    /// [`DeviceWhisper::new`] with the weights held in `precision` (f16 needs the device's
+    /// `shader-f16`; [`DeviceWhisper::new`] picks f16 wherever the device has it).
+    ///
+    /// # Errors
+    /// As [`DeviceWhisper::new`], or f16 asked of a device without `shader-f16`.
+    pub fn with_precision(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        dims: Dims,
+        weights: &dyn Fn(&str) -> Result<Tensor, String>,
+        precision: Precision,
+    ) -> Result<Self, Error> {
+        let half = precision == Precision::F16;
+        if half && !device.features().contains(wgpu::Features::SHADER_F16) {
+            return Err(Error::Device(
+                "f16 weights need the device's shader-f16 feature".into(),
+            ));
+        }
         if dims.n_state == 0
             || !dims.n_state.is_multiple_of(dims.audio_heads.max(1))
             || !dims.n_state.is_multiple_of(dims.text_heads.max(1))
@@ -467,6 +533,21 @@ impl DeviceWhisper {
             softmax: kernel(&device, SOFTMAX_WGSL, "softmax", 1)?,
             layernorm: kernel(&device, LAYERNORM_WGSL, "layernorm", 4)?,
             embed: kernel(&device, EMBED_WGSL, "embed", 4)?,
+            half: half
+                .then(|| {
+                    let [(_, src), _] = f16_sources();
+                    Ok::<_, Error>((
+                        kernel(&device, &src, "matmul", 5)?,
+                        kernel(&device, &src, "matmul_skinny", 5)?,
+                    ))
+                })
+                .transpose()?,
+            embed_half: half
+                .then(|| {
+                    let [_, (_, src)] = f16_sources();
+                    kernel(&device, &src, "embed", 4)
+                })
+                .transpose()?,
         };
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Device(format!("the whisper kernels: {e}")));
@@ -480,6 +561,7 @@ impl DeviceWhisper {
             device: &device,
             weights,
             max_binding,
+            half,
         };
         let conv1 = up.conv("model.encoder.conv1", d, dims.n_mels)?;
         let conv2 = up.conv("model.encoder.conv2", d, d)?;
@@ -497,7 +579,7 @@ impl DeviceWhisper {
             })
             .collect::<Result<Vec<_>, Error>>()?;
         let encoder_ln = up.norm("model.encoder.layer_norm", d)?;
-        let token_embedding = up.tensor("model.decoder.embed_tokens.weight", &[dims.vocab, d])?;
+        let token_embedding = up.weight("model.decoder.embed_tokens.weight", &[dims.vocab, d])?;
         let text_positions =
             up.tensor("model.decoder.embed_positions.weight", &[dims.text_ctx, d])?;
         let decoder = (0..dims.text_layers)
@@ -539,6 +621,16 @@ impl DeviceWhisper {
     #[must_use]
     pub fn dims(&self) -> Dims {
         self.dims
+    }
+
+    /// How the weights are held.
+    #[must_use]
+    pub fn precision(&self) -> Precision {
+        if self.kernels.half.is_some() {
+            Precision::F16
+        } else {
+            Precision::F32
+        }
     }
 
     fn scratch(&self, label: &str, floats: usize) -> Result<wgpu::Buffer, Error> {
@@ -689,6 +781,7 @@ impl DeviceWhisper {
             bias: self.conv1.bias.as_ref(),
             extra: None,
             conv: Some((1, t1)),
+            weight: true,
         });
         // conv2 (stride 2): (t1, d) → (t, d), GELU, plus the positions.
         rec.product(&Product {
@@ -713,6 +806,7 @@ impl DeviceWhisper {
             bias: self.conv2.bias.as_ref(),
             extra: Some((&self.audio_positions, Layout::rows(0, d))),
             conv: Some((2, t1)),
+            weight: true,
         });
         let alpha = (dh as f32).powf(-0.5);
         for b in &self.encoder {
@@ -862,7 +956,10 @@ impl DeviceWhisper {
         let logits = self.scratch("whisper logits", (logits_rows * vocab) as usize)?;
         let mut rec = self.recorder();
         rec.dispatch(
-            &self.kernels.embed,
+            self.kernels
+                .embed_half
+                .as_ref()
+                .unwrap_or(&self.kernels.embed),
             &[rows, d, n, past],
             &[&ids, &self.token_embedding, &self.text_positions, &x],
             ((rows * d).div_ceil(256), 1, 1),
@@ -899,6 +996,7 @@ impl DeviceWhisper {
                     bias: lin.bias.as_ref(),
                     extra: None,
                     conv: None,
+                    weight: true,
                 });
             }
             // Scores (slot, head, new token, position), causal among the new tokens.
@@ -937,6 +1035,7 @@ impl DeviceWhisper {
                 bias: None,
                 extra: None,
                 conv: None,
+                weight: false,
             });
             rec.softmax(&s, slots * heads * n, len, Some((past, n)));
             rec.product(&Product {
@@ -976,6 +1075,7 @@ impl DeviceWhisper {
                 bias: None,
                 extra: None,
                 conv: None,
+                weight: false,
             });
             rec.linear(&b.attn.out, &o, rows, &x, ACCUMULATE);
 
@@ -1008,6 +1108,7 @@ impl DeviceWhisper {
                 bias: None,
                 extra: None,
                 conv: None,
+                weight: true,
             });
         };
         logit(&mut rec, slots, Layout::rows((n - 1) * d, n * d), 0);
@@ -1087,6 +1188,7 @@ fn cross_attention(
         bias: None,
         extra: None,
         conv: None,
+        weight: false,
     });
     rec.softmax(s, heads * rows, frames, None);
     rec.product(&Product {
@@ -1112,6 +1214,7 @@ fn cross_attention(
         bias: None,
         extra: None,
         conv: None,
+        weight: false,
     });
 }
 
@@ -1119,11 +1222,17 @@ struct Uploader<'a> {
     device: &'a wgpu::Device,
     weights: &'a dyn Fn(&str) -> Result<Tensor, String>,
     max_binding: u64,
+    /// Weights (not biases, norms or positions) in f16.
+    half: bool,
 }
 
 impl Uploader<'_> {
     fn buffer(&self, label: &str, values: &[f32]) -> Result<wgpu::Buffer, Error> {
-        let size = (values.len() * 4) as u64;
+        self.bytes(label, bytemuck::cast_slice(values))
+    }
+
+    fn bytes(&self, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer, Error> {
+        let size = bytes.len() as u64;
         if size > self.max_binding {
             return Err(Error::Device(format!(
                 "{label} needs {size} bytes; the device binds at most {}",
@@ -1134,13 +1243,14 @@ impl Uploader<'_> {
             .device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),
-                contents: bytemuck::cast_slice(values),
+                contents: bytes,
                 usage: wgpu::BufferUsages::STORAGE,
             }))
     }
 
-    /// A weight of exactly `shape` (a convolution's `(out, in, 3)` is read as `(out, in·3)`).
-    fn tensor(&self, name: &str, shape: &[usize]) -> Result<wgpu::Buffer, Error> {
+    /// A tensor of exactly `shape` (a convolution's `(out, in, 3)` is read as `(out, in·3)`),
+    /// finite, in f32.
+    fn values(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, Error> {
         let (got, values) = (self.weights)(name).map_err(Error::Weight)?;
         let want: usize = shape.iter().product();
         let have: usize = got.iter().product();
@@ -1154,12 +1264,34 @@ impl Uploader<'_> {
                 "{name} holds a value that is not finite"
             )));
         }
-        self.buffer(name, &values)
+        Ok(values)
+    }
+
+    /// A bias, norm or position table: always f32.
+    fn tensor(&self, name: &str, shape: &[usize]) -> Result<wgpu::Buffer, Error> {
+        self.buffer(name, &self.values(name, shape)?)
+    }
+
+    /// A weight read as a product's B: f16 when the model is held so.
+    fn weight(&self, name: &str, shape: &[usize]) -> Result<wgpu::Buffer, Error> {
+        let values = self.values(name, shape)?;
+        if !self.half {
+            return self.buffer(name, &values);
+        }
+        let mut halves: Vec<u16> = values
+            .iter()
+            .map(|&v| half::f16::from_f32(v).to_bits())
+            .collect();
+        // Storage buffers are read in 4-byte words.
+        if halves.len() % 2 == 1 {
+            halves.push(0);
+        }
+        self.bytes(name, bytemuck::cast_slice(&halves))
     }
 
     fn linear(&self, name: &str, out: usize, inp: usize, bias: bool) -> Result<Linear, Error> {
         Ok(Linear {
-            weight: self.tensor(&format!("{name}.weight"), &[out, inp])?,
+            weight: self.weight(&format!("{name}.weight"), &[out, inp])?,
             bias: bias
                 .then(|| self.tensor(&format!("{name}.bias"), &[out]))
                 .transpose()?,
@@ -1170,7 +1302,7 @@ impl Uploader<'_> {
 
     fn conv(&self, name: &str, out: usize, inp: usize) -> Result<Linear, Error> {
         Ok(Linear {
-            weight: self.tensor(&format!("{name}.weight"), &[out, inp, 3])?,
+            weight: self.weight(&format!("{name}.weight"), &[out, inp, 3])?,
             bias: Some(self.tensor(&format!("{name}.bias"), &[out])?),
             out: out as u32,
             inp: (inp * 3) as u32,
@@ -1192,6 +1324,17 @@ impl Uploader<'_> {
             out: self.linear(&format!("{name}.out_proj"), d, d, true)?,
         })
     }
+}
+
+/// `src` with the storage array `declaration` holds f16 instead of f32.
+fn as_half(src: &str, declaration: &str) -> String {
+    format!(
+        "enable f16;\n{}",
+        src.replace(
+            declaration,
+            &declaration.replace("array<f32>", "array<f16>")
+        )
+    )
 }
 
 fn kernel(device: &wgpu::Device, src: &str, entry: &str, buffers: usize) -> Result<Kernel, Error> {
@@ -1479,13 +1622,39 @@ mod tests {
             .fold(0.0, f32::max)
     }
 
-    fn device() -> Option<(wgpu::Device, wgpu::Queue)> {
+    fn device(features: wgpu::Features) -> Option<(wgpu::Device, wgpu::Queue)> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
         let adapter =
             pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
                 .ok()?;
-        pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default())).ok()
+        let features = features & adapter.features();
+        pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            required_features: features,
+            ..Default::default()
+        }))
+        .ok()
+    }
+
+    /// The weights the device holds in f16, rounded through f16, so the plain reference
+    /// computes with exactly the values the kernels read.
+    fn rounded(ws: &HashMap<String, Tensor>) -> HashMap<String, Tensor> {
+        ws.iter()
+            .map(|(name, (shape, values))| {
+                let is_weight = name.ends_with(".weight")
+                    && !name.contains("layer_norm")
+                    && !name.contains("embed_positions");
+                let values = if is_weight {
+                    values
+                        .iter()
+                        .map(|&v| half::f16::from_f32(v).to_f32())
+                        .collect()
+                } else {
+                    values.clone()
+                };
+                (name.clone(), (shape.clone(), values))
+            })
+            .collect()
     }
 
     /// The kernels against the plain reference above on a small random network: every stride,
@@ -1494,23 +1663,49 @@ mod tests {
     /// is not.
     #[test]
     fn kernels_compute_the_reference_network() {
-        let Some((device, queue)) = device() else {
-            panic!("no wgpu adapter: install mesa-vulkan-drivers (lavapipe)");
-        };
+        let (device, queue) = device(wgpu::Features::empty())
+            .expect("no wgpu adapter: install mesa-vulkan-drivers (lavapipe)");
         let ws = weights();
+        check(device, queue, &ws, &ws, Precision::F32);
+    }
+
+    /// The same with the weights held in f16 (lavapipe has shader-f16), against the reference
+    /// on the same rounded weights: the sums are f32 on both sides, so the bound is unchanged.
+    #[test]
+    fn kernels_with_f16_weights_compute_the_reference_network() {
+        let (device, queue) = device(wgpu::Features::SHADER_F16)
+            .expect("no wgpu adapter: install mesa-vulkan-drivers (lavapipe)");
+        assert!(
+            device.features().contains(wgpu::Features::SHADER_F16),
+            "the adapter has no shader-f16"
+        );
+        let ws = weights();
+        check(device, queue, &ws, &rounded(&ws), Precision::F16);
+    }
+
+    fn check(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        uploaded: &HashMap<String, Tensor>,
+        ws: &HashMap<String, Tensor>,
+        precision: Precision,
+    ) {
         let lookup = |name: &str| {
-            ws.get(name)
+            uploaded
+                .get(name)
                 .cloned()
                 .ok_or_else(|| format!("{name} missing"))
         };
-        let whisper = DeviceWhisper::new(device, queue, DIMS, &lookup).expect("uploads");
+        let whisper = DeviceWhisper::with_precision(device, queue, DIMS, &lookup, precision)
+            .expect("uploads");
+        assert_eq!(whisper.precision(), precision);
         // 80 frames: 40 positions, more than the skinny product's rows, so both products run.
         let frames = 80;
         let mel: Vec<f32> = (0..DIMS.n_mels * frames)
             .map(|i| ((i * 7 % 11) as f32 - 5.0) / 4.0)
             .collect();
         let encoded = whisper.encode(&mel, frames).expect("encodes");
-        let reference = encode_reference(&ws, &mel, frames);
+        let reference = encode_reference(ws, &mel, frames);
         let on_device = whisper.read_encoded(&encoded).expect("reads");
         let flat: Vec<f32> = reference.iter().flatten().copied().collect();
         assert!(close(&flat, &on_device) < 1e-4, "{flat:?}\n{on_device:?}");
@@ -1521,8 +1716,9 @@ mod tests {
         let prompt = [1, 2, 6, 7, 8];
         let fed: Vec<u32> = prompt.iter().chain(&prompt).copied().collect();
         let step = whisper.feed(&mut pass, &fed, true).expect("prompt");
-        let want = decode_reference(&ws, &reference, &prompt);
-        assert!(close(step.first.as_ref().expect("first"), &want[0]) < 1e-4);
+        let want = decode_reference(ws, &reference, &prompt);
+        let d0 = close(step.first.as_ref().expect("first"), &want[0]);
+        assert!(d0 < 1e-4, "{d0} {:?} {:?}", step.first, want[0]);
         assert_eq!(step.last.len(), 2);
         for last in &step.last {
             assert!(close(last, &want[4]) < 1e-4);
@@ -1533,20 +1729,20 @@ mod tests {
         assert!(
             close(
                 &step.last[0],
-                &decode_reference(&ws, &reference, &with(&[3]))[5]
+                &decode_reference(ws, &reference, &with(&[3]))[5]
             ) < 1e-4
         );
         assert!(
             close(
                 &step.last[1],
-                &decode_reference(&ws, &reference, &with(&[4]))[5]
+                &decode_reference(ws, &reference, &with(&[4]))[5]
             ) < 1e-4
         );
         // The first ends; the second goes on from its own cache.
         pass.retain(&[1]).expect("retain");
         let step = whisper.feed(&mut pass, &[5], false).expect("step");
         assert_eq!(step.last.len(), 1);
-        let want = decode_reference(&ws, &reference, &with(&[4, 5]));
+        let want = decode_reference(ws, &reference, &with(&[4, 5]));
         assert!(close(&step.last[0], &want[6]) < 1e-4);
         // Past the text context, and a token outside the vocabulary, are refused.
         assert!(whisper.feed(&mut pass, &[1, 1, 1], false).is_err());
