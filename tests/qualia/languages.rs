@@ -266,7 +266,11 @@ async fn the_same_ad_reads_alike_in_five_languages() {
     // and one word more or less in one clip's transcript moves a 12-script mean by a point.
     // The card's figures came from an AMD EPYC; on an Intel Xeon (both AVX-512) every cell
     // was within 1.4 points, with the same passes and the same misheard clips (2026-11-27).
-    const CPU_SPREAD: f64 = 3.0;
+    // Another AMD EPYC (2026-11-28, same commit and models) moved Italian purchase intent's
+    // largest difference by 6.2 (one clip) and French M2's mean by 5.9 (French transcripts are
+    // Whisper base's inventions), with the same passes and misheard clips. The passes and the
+    // misheard clips stay pinned exactly; the figures within 8 points.
+    const CPU_SPREAD: f64 = 8.0;
     // L1: (language, lens) -> (passes, largest |difference|, mean signed difference).
     let l1_card = [
         (("es", "attention"), (true, 4.1, 1.0)),
