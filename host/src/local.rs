@@ -282,13 +282,17 @@ pub fn qualia(args: &ModelArgs) -> anyhow::Result<Qualia> {
     // v2 reads speech and language: it needs Whisper, the VAD and the embedder.
     let listener = if model.format() >= 2 {
         let paths = crate::speech::ModelPaths::under(&args.models_dir);
-        let on = crate::speech::whisper::DeviceHandle {
-            device: gpu.device(),
-            queue: gpu.queue(),
-            adapter: &gpu.adapter_info,
-            precision: None,
-        };
-        let speech = crate::speech::Speech::load_on(&paths, Some(on)).with_context(|| {
+        // Where Whisper runs is decided first, so a bad BRAINSCAN_WHISPER_ON reads as itself and
+        // not as missing models.
+        let on = crate::speech::whisper_on_device(&gpu.adapter_info)?.then(|| {
+            crate::speech::whisper::DeviceHandle {
+                device: gpu.device(),
+                queue: gpu.queue(),
+                adapter: &gpu.adapter_info,
+                precision: None,
+            }
+        });
+        let speech = crate::speech::Speech::load_with(&paths, on).with_context(|| {
             format!(
                 "qualia v2 needs the speech models in {} (run scripts/fetch-models, or pass --models-dir)",
                 args.models_dir.display()
@@ -1374,10 +1378,13 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     } else {
         None
     };
+    // Where Whisper ran in these scans (the speech pass's share of the stage times).
+    let whisper_on = q.listener.as_ref().map(|l| l.speech.computed_on());
     let doc = serde_json::json!({
         "clip": args.input.display().to_string(),
         "duration_sec": out.duration_sec,
         "adapter": out.adapter,
+        "whisper_on": whisper_on,
         "model": out.model,
         "runs": runs,
         "gpu_init_ms": (init.as_secs_f64() * 1000.0).round(),
@@ -1402,6 +1409,9 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             out.duration_sec
         );
         println!("adapter         {}", out.adapter);
+        if let Some(w) = &whisper_on {
+            println!("whisper on      {w}");
+        }
         println!(
             "decode only     {d:.2} s   (ffmpeg to {}x{} @ {} fps RGB + 16 kHz PCM)",
             spec.width, spec.height, spec.fps

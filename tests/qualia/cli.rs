@@ -414,6 +414,8 @@ fn bench_shows_its_steps_on_a_terminal_and_stays_quiet_in_a_pipe() {
     let piped = brainscan(&["bench", clip, "--runs", "1"]);
     let stdout = ok(&piped);
     assert!(stdout.contains("v1 full scan"), "{stdout}");
+    // Where Whisper ran: the CPU, as `auto` decides on lavapipe.
+    assert!(stdout.contains("whisper on      cpu"), "{stdout}");
     let stderr = String::from_utf8_lossy(&piped.stderr);
     assert!(!stderr.contains("measuring"), "a bar in a pipe: {stderr}");
     let command = format!("{} bench {clip} --runs 1", env!("CARGO_BIN_EXE_brainscan"));
