@@ -201,19 +201,21 @@ impl App {
         let paths = crate::speech::ModelPaths::under(&config.models_dir);
         // Only processes that analyse need Whisper; every process embeds (queries or texts).
         let speech = if config.role.runs_workers() {
+            // Where Whisper runs is decided here, once, as the local CLI decides it.
+            let on_device = crate::speech::whisper_on_device(&gpu.adapter_info)?;
             let (device, queue, adapter) = (
                 gpu.device().clone(),
                 gpu.queue().clone(),
                 gpu.adapter_info.clone(),
             );
             let speech = tokio::task::spawn_blocking(move || {
-                let on = crate::speech::whisper::DeviceHandle {
+                let on = on_device.then_some(crate::speech::whisper::DeviceHandle {
                     device: &device,
                     queue: &queue,
                     adapter: &adapter,
                     precision: None,
-                };
-                crate::speech::Speech::load_on(&paths, Some(on))
+                });
+                crate::speech::Speech::load_with(&paths, on)
             })
             .await??;
             tracing::info!(model = %speech.model_id(), whisper_on = %speech.computed_on(), "speech model ready");

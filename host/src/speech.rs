@@ -181,27 +181,12 @@ impl Speech {
     /// # Errors
     /// A model file missing or malformed; the message names it and `scripts/fetch-models`.
     pub fn load(paths: &ModelPaths) -> anyhow::Result<Self> {
-        Self::load_on(paths, None)
-    }
-
-    /// [`Speech::load`], with both Whisper models on `device` when [`whisper_on_device`] says
-    /// so for its adapter.
-    ///
-    /// # Errors
-    /// As [`Speech::load`], or the device refusing the weights.
-    pub fn load_on(
-        paths: &ModelPaths,
-        device: Option<whisper::DeviceHandle<'_>>,
-    ) -> anyhow::Result<Self> {
-        let device = match device {
-            Some(d) if whisper_on_device(d.adapter)? => Some(d),
-            _ => None,
-        };
-        Self::load_with(paths, device)
+        Self::load_with(paths, None)
     }
 
     /// [`Speech::load`] with both Whisper models exactly where told: on `device`, or on the
-    /// CPU for `None` (the benches compare the two in one run).
+    /// CPU for `None`. Workers decide with [`whisper_on_device`] first; the benches load both
+    /// to compare them in one run.
     ///
     /// # Errors
     /// As [`Speech::load`], or the device refusing the weights.
