@@ -12,10 +12,13 @@ fn every_wgsl_file_parses_and_validates() {
         .filter(|n| n.ends_with(".wgsl"))
         .collect();
     on_disk.sort();
-    // The qualia kernels, the cortex video's frame kernel and Whisper's kernels.
+    // The qualia kernels, the cortex video's frame kernel, the face search and Whisper's kernels.
     let mut built_in: Vec<String> = SHADERS
         .iter()
-        .chain([&brainscan::render::gpu_frames::SHADER])
+        .chain([
+            &brainscan::render::gpu_frames::SHADER,
+            &brainscan_faces::device::SHADER,
+        ])
         .chain(brainscan_whisper_gpu::SHADERS.iter())
         .map(|(n, _)| (*n).to_owned())
         .collect();

@@ -55,7 +55,7 @@ impl Face {
 
 /// Rect `x y w h` in integer pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Rect {
+pub(crate) struct Rect {
     x: i64,
     y: i64,
     w: i64,
@@ -80,45 +80,20 @@ pub fn detect(
     if width == 0 || height == 0 || luma.len() != width * height || opts.scale_factor <= 1.0 {
         return Vec::new();
     }
-    let (cw, ch) = (i64::from(cascade.width), i64::from(cascade.height));
     let mut hits = Vec::new();
-    let mut factor = 1.0f64;
     let mut scaled = Vec::new();
     let mut scan = Scan::new(cascade);
-    loop {
-        let (win_w, win_h) = (round(cw as f64 * factor), round(ch as f64 * factor));
-        let (sw, sh) = (round(width as f64 / factor), round(height as f64 / factor));
-        if sw - cw <= 0 || sh - ch <= 0 {
-            break;
-        }
-        if win_w >= i64::from(opts.min_size) && win_h >= i64::from(opts.min_size) {
-            let (sw, sh) = (sw as usize, sh as usize);
-            resize_bilinear(luma, width, height, &mut scaled, sw, sh);
-            scan.set_image(&scaled, sw, sh);
-            let step = opts.step.unwrap_or(if factor > 2.0 { 1 } else { 2 }).max(1);
-            let (px, py) = (sw - cascade.width as usize, sh - cascade.height as usize);
-            let mut y = 0;
-            while y < py {
-                let mut x = 0;
-                while x < px {
-                    match scan.run(x, y) {
-                        Outcome::Face => hits.push(Rect {
-                            x: round(x as f64 * factor),
-                            y: round(y as f64 * factor),
-                            w: win_w,
-                            h: win_h,
-                        }),
-                        Outcome::FirstStage => x += step,
-                        Outcome::Later => {}
-                    }
-                    x += step;
-                }
-                y += step;
-            }
-        }
-        factor *= opts.scale_factor;
+    for level in levels(cascade, width, height, opts) {
+        resize_bilinear(luma, width, height, &mut scaled, level.width, level.height);
+        scan.set_image(&scaled, level.width, level.height);
+        level.walk(|x, y| scan.run(x, y), &mut hits);
     }
-    group(&hits, opts.min_neighbours, 0.2)
+    faces(&hits, opts)
+}
+
+/// The raw hits grouped into faces (`groupRectangles`, eps 0.2).
+pub(crate) fn faces(hits: &[Rect], opts: &Options) -> Vec<Face> {
+    group(hits, opts.min_neighbours, 0.2)
         .into_iter()
         .map(|(r, n)| Face {
             x: r.x.max(0) as u32,
@@ -130,8 +105,98 @@ pub fn detect(
         .collect()
 }
 
+/// One scale of the search: the image resized by `factor`, the window's size in input pixels,
+/// and the grid of window positions visited.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Level {
+    pub factor: f64,
+    /// The window's size in pixels of the input image.
+    pub window: (i64, i64),
+    /// The resized image.
+    pub width: usize,
+    pub height: usize,
+    /// Window step in resized pixels.
+    pub step: usize,
+    /// Window origins run over `0..span.0` and `0..span.1` in steps of `step`.
+    pub span: (usize, usize),
+}
+
+impl Level {
+    /// Window positions on the step grid, across and down.
+    pub fn grid(&self) -> (usize, usize) {
+        (
+            self.span.0.div_ceil(self.step),
+            self.span.1.div_ceil(self.step),
+        )
+    }
+
+    /// Visits the grid as OpenCV does, `outcome` deciding each window: after a window that the
+    /// first stage rejects, the next position along the row is skipped. Faces land in `hits`
+    /// in input pixels. The outcome of a window does not depend on which others were visited,
+    /// so `outcome` may be read from a table computed for every grid position (the device path).
+    pub fn walk(&self, mut outcome: impl FnMut(usize, usize) -> Outcome, hits: &mut Vec<Rect>) {
+        let mut y = 0;
+        while y < self.span.1 {
+            let mut x = 0;
+            while x < self.span.0 {
+                match outcome(x, y) {
+                    Outcome::Face => hits.push(Rect {
+                        x: round(x as f64 * self.factor),
+                        y: round(y as f64 * self.factor),
+                        w: self.window.0,
+                        h: self.window.1,
+                    }),
+                    Outcome::FirstStage => x += self.step,
+                    Outcome::Later => {}
+                }
+                x += self.step;
+            }
+            y += self.step;
+        }
+    }
+}
+
+/// The scales [`detect`] searches an image of `width x height` at: the factor grows by
+/// `scale_factor` from 1 until the resized image no longer holds a window, and scales whose
+/// window is under `min_size` are passed over.
+pub(crate) fn levels(cascade: &Cascade, width: usize, height: usize, opts: &Options) -> Vec<Level> {
+    let mut out = Vec::new();
+    if width == 0 || height == 0 || opts.scale_factor <= 1.0 {
+        return out;
+    }
+    let (cw, ch) = (i64::from(cascade.width), i64::from(cascade.height));
+    let mut factor = 1.0f64;
+    loop {
+        let (win_w, win_h) = (round(cw as f64 * factor), round(ch as f64 * factor));
+        let (sw, sh) = (round(width as f64 / factor), round(height as f64 / factor));
+        if sw - cw <= 0 || sh - ch <= 0 {
+            break;
+        }
+        if win_w >= i64::from(opts.min_size) && win_h >= i64::from(opts.min_size) {
+            let (sw, sh) = (sw as usize, sh as usize);
+            out.push(Level {
+                factor,
+                window: (win_w, win_h),
+                width: sw,
+                height: sh,
+                step: opts.step.unwrap_or(if factor > 2.0 { 1 } else { 2 }).max(1),
+                span: (sw - cascade.width as usize, sh - cascade.height as usize),
+            });
+        }
+        factor *= opts.scale_factor;
+    }
+    out
+}
+
 /// Bilinear resize with pixel centres aligned (as `cv::resize` with `INTER_LINEAR`).
-fn resize_bilinear(src: &[u8], w: usize, h: usize, dst: &mut Vec<u8>, dw: usize, dh: usize) {
+pub(crate) fn resize_bilinear(
+    src: &[u8],
+    w: usize,
+    h: usize,
+    dst: &mut Vec<u8>,
+    dw: usize,
+    dh: usize,
+) {
     dst.clear();
     dst.reserve(dw * dh);
     let (fx, fy) = (w as f64 / dw as f64, h as f64 / dh as f64);
@@ -157,7 +222,7 @@ fn resize_bilinear(src: &[u8], w: usize, h: usize, dst: &mut Vec<u8>, dw: usize,
     }
 }
 
-enum Outcome {
+pub(crate) enum Outcome {
     Face,
     /// Rejected by the first stage (OpenCV then skips the next position too).
     FirstStage,
@@ -166,7 +231,7 @@ enum Outcome {
 
 /// The cascade laid out for one image: integral images and each feature's four corner offsets
 /// per rectangle at the image's row stride.
-struct Scan<'a> {
+pub(crate) struct Scan<'a> {
     cascade: &'a Cascade,
     stride: usize,
     /// Integral image: 320 x 180 x 255 is far inside `i32`.
@@ -181,7 +246,7 @@ struct Scan<'a> {
 }
 
 impl<'a> Scan<'a> {
-    fn new(cascade: &'a Cascade) -> Self {
+    pub fn new(cascade: &'a Cascade) -> Self {
         let weights = cascade
             .features
             .iter()
@@ -217,7 +282,7 @@ impl<'a> Scan<'a> {
         ]
     }
 
-    fn set_image(&mut self, img: &[u8], w: usize, h: usize) {
+    pub fn set_image(&mut self, img: &[u8], w: usize, h: usize) {
         let s = w + 1;
         self.sum.clear();
         self.sum.resize(s * (h + 1), 0);
@@ -255,7 +320,21 @@ impl<'a> Scan<'a> {
         v[base + o[0]] - v[base + o[1]] - v[base + o[2]] + v[base + o[3]]
     }
 
-    fn run(&self, x: usize, y: usize) -> Outcome {
+    /// The integral image of the image last set (row stride [`Scan::stride`]).
+    pub fn sums(&self) -> &[i32] {
+        &self.sum
+    }
+
+    /// The integral image's row stride: the image's width plus one.
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// What the window at `(x, y)` multiplies its feature values by: the reciprocal of its
+    /// pixels' standard deviation times its area (1 on a flat window), as OpenCV's
+    /// `HaarEvaluator::setWindow` computes it, in f64. Shared by both paths so the device reads
+    /// the same bits (WGSL has no f64, and the difference of squares cancels badly in f32).
+    pub fn normaliser(&self, x: usize, y: usize) -> f32 {
         let base = y * self.stride + x;
         let n = &self.norm;
         let total = f64::from(Self::rect_sum(&self.sum, base, n));
@@ -263,7 +342,12 @@ impl<'a> Scan<'a> {
             + self.sqsum[base + n[3]];
         let nf = self.norm_area * sq - total * total;
         let nf = if nf > 0.0 { nf.sqrt() } else { 1.0 };
-        let scale = (1.0 / nf) as f32;
+        (1.0 / nf) as f32
+    }
+
+    fn run(&self, x: usize, y: usize) -> Outcome {
+        let base = y * self.stride + x;
+        let scale = self.normaliser(x, y);
         for (i, stage) in self.cascade.stages.iter().enumerate() {
             let mut acc = 0f32;
             for weak in &stage.weak {

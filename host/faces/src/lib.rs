@@ -7,12 +7,17 @@
 //! crates that exist target other model formats. The algorithm follows OpenCV's
 //! `detectMultiScale` step by step (see [`detect`]) so the cascade behaves as it was trained;
 //! `tests/opencv.rs` checks the boxes against OpenCV's own on frames of a real clip.
+//!
+//! [`DeviceCascade`] decides the windows on a wgpu device (a GPU machine's, issue 45) and finds
+//! the same faces; `tests/device.rs` checks that on lavapipe.
 
 mod cascade;
 mod detect;
+pub mod device;
 
 pub use cascade::{Cascade, CascadeError, Feature, MAX_FILE_BYTES, Stage, Weak, WeightedRect};
 pub use detect::{Face, Options, detect};
+pub use device::{DeviceCascade, DeviceError, SearchTimes};
 
 /// The share of a picture of `picture_area` pixels that `faces` cover (their areas summed,
 /// at most 1): a face filling a third of the frame reads 0.33 whatever the resolution.

@@ -10,10 +10,10 @@
 //! threshold can differ; the test asks for what that allows: the same verdict (face or no face)
 //! on at least 36 of 40 frames and, where both find a face, the same largest face (IoU >= 0.7).
 
-use std::path::PathBuf;
-use std::process::Command;
+mod support;
 
-use brainscan_faces::{Cascade, Face, Options, detect};
+use brainscan_faces::{Face, Options, detect};
+use support::{cascade, frames};
 
 const OPENCV: [&[[u32; 4]]; 40] = [
     &[[126, 41, 76, 76], [216, 62, 61, 61]],
@@ -57,52 +57,6 @@ const OPENCV: [&[[u32; 4]]; 40] = [
     &[[100, 39, 74, 74]],
     &[[104, 35, 81, 81]],
 ];
-
-fn cache(var: &str, default: &str) -> PathBuf {
-    std::env::var_os(var).map_or_else(
-        || {
-            let home = std::env::var_os("HOME").expect("HOME");
-            PathBuf::from(home).join(".cache").join(default)
-        },
-        PathBuf::from,
-    )
-}
-
-fn cascade() -> Cascade {
-    let path = cache("BRAINSCAN_MODELS_DIR", "brainscan/models")
-        .join("opencv-haarcascades/haarcascade_frontalface_default.xml");
-    Cascade::load(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run scripts/fetch-models)", path.display()))
-}
-
-fn frames(clip: &str) -> Vec<Vec<u8>> {
-    // (as `VideoFrames::open_with_detail` scales, in luma)
-    let path = cache("BRAINSCAN_TEST_MEDIA", "brainscan-test-media").join(clip);
-    assert!(
-        path.is_file(),
-        "{} missing: run scripts/fetch-test-media",
-        path.display()
-    );
-    let vf = "fps=10,scale=320:180:force_original_aspect_ratio=decrease:flags=area,\
-              pad=320:180:(ow-iw)/2:(oh-ih)/2:color=black,format=gray";
-    let out = Command::new("ffmpeg")
-        .args(["-v", "error", "-i"])
-        .arg(&path)
-        .args([
-            "-map", "0:V:0", "-vf", vf, "-f", "rawvideo", "-pix_fmt", "gray", "-",
-        ])
-        .output()
-        .expect("ffmpeg runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-        .chunks_exact(320 * 180)
-        .map(<[u8]>::to_vec)
-        .collect()
-}
 
 fn iou(a: [u32; 4], b: &Face) -> f64 {
     let (ax1, ay1) = (a[0] + a[2], a[1] + a[3]);
