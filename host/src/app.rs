@@ -255,17 +255,26 @@ impl App {
                 }
             });
         }
+        let gpu = Arc::new(gpu);
         // Only processes that analyse run the face detector.
         let faces = if config.role.runs_workers() {
+            // Where the search runs is decided here, once, as for Whisper.
+            let on_device = crate::inference::faces::faces_on_device(&gpu.adapter_info)?;
             // Reading and parsing the 1 MB cascade is blocking work, like the speech models.
             let (sampling, dir) = (model.manifest.sampling.clone(), config.models_dir.clone());
-            tokio::task::spawn_blocking(move || crate::inference::faces::load_for(&sampling, &dir))
-                .await??
+            let on = gpu.clone();
+            let faces = tokio::task::spawn_blocking(move || {
+                crate::inference::faces::load_for(&sampling, &dir, on_device.then_some(&*on))
+            })
+            .await??;
+            if let Some(f) = &faces {
+                tracing::info!(faces_on = %f.computed_on(), "face detector ready");
+            }
+            faces
         } else {
             None
         };
         // The cortex surface is drawn once, on qualia's adapter, by processes that run scans.
-        let gpu = Arc::new(gpu);
         let cortex = if config.role.runs_workers() {
             let (gpu, dir) = (gpu.clone(), config.models_dir.clone());
             let video = tokio::task::spawn_blocking(move || {

@@ -37,6 +37,7 @@ pub mod metrics;
 pub mod npy;
 pub mod people;
 pub mod pipeline;
+pub mod placement;
 pub mod plugins;
 pub mod queue;
 pub mod render;

@@ -307,7 +307,12 @@ pub fn qualia(args: &ModelArgs) -> anyhow::Result<Qualia> {
     } else {
         None
     };
-    let faces = crate::inference::faces::load_for(&model.manifest.sampling, &args.models_dir)?;
+    let on_device = crate::inference::faces::faces_on_device(&gpu.adapter_info)?;
+    let faces = crate::inference::faces::load_for(
+        &model.manifest.sampling,
+        &args.models_dir,
+        on_device.then_some(&gpu),
+    )?;
     Ok(Qualia {
         gpu: Arc::new(gpu),
         model: Arc::new(model),
@@ -1380,11 +1385,13 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     };
     // Where Whisper ran in these scans (the speech pass's share of the stage times).
     let whisper_on = q.listener.as_ref().map(|l| l.speech.computed_on());
+    let faces_on = q.faces.as_ref().map(|f| f.computed_on().to_owned());
     let doc = serde_json::json!({
         "clip": args.input.display().to_string(),
         "duration_sec": out.duration_sec,
         "adapter": out.adapter,
         "whisper_on": whisper_on,
+        "faces_on": faces_on,
         "model": out.model,
         "runs": runs,
         "gpu_init_ms": (init.as_secs_f64() * 1000.0).round(),
@@ -1411,6 +1418,9 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         println!("adapter         {}", out.adapter);
         if let Some(w) = &whisper_on {
             println!("whisper on      {w}");
+        }
+        if let Some(f) = &faces_on {
+            println!("faces on        {f}");
         }
         println!(
             "decode only     {d:.2} s   (ffmpeg to {}x{} @ {} fps RGB + 16 kHz PCM)",

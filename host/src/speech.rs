@@ -47,32 +47,15 @@ const VAD_THRESHOLD: f32 = 0.5;
 /// one 30 s encoder pass per clip with speech: 2.1 s against 0.7 s for Whisper base on the
 /// 2-core CI machine.
 pub const IDENTIFY_SECS: f64 = 30.0;
-/// Chooses where Whisper runs, once at start-up, from `BRAINSCAN_WHISPER_ON` (see
-/// [`whisper_on`]).
+/// Chooses where Whisper runs, once at start-up, from `BRAINSCAN_WHISPER_ON` (`device`,
+/// `cpu` or `auto`; see [`crate::placement`]). On a CPU adapter `auto` keeps Whisper on the
+/// CPU: the device bench measures the kernels 30 to 49 times slower there
+/// (docs/transcripts.md).
 ///
 /// # Errors
 /// A setting other than `device`, `cpu` or `auto`.
 pub fn whisper_on_device(adapter: &wgpu::AdapterInfo) -> anyhow::Result<bool> {
-    whisper_on(
-        std::env::var("BRAINSCAN_WHISPER_ON").ok().as_deref(),
-        adapter.device_type,
-    )
-}
-
-/// `device` or `cpu` decides; `auto` (or no setting) puts Whisper on a real GPU and keeps it
-/// on the CPU with a CPU adapter (lavapipe): there the kernels share the cores candle's matrix
-/// code would use, and the device bench measures them 30 to 49 times slower
-/// (docs/transcripts.md).
-///
-/// # Errors
-/// Any other setting, named.
-pub fn whisper_on(setting: Option<&str>, adapter: wgpu::DeviceType) -> anyhow::Result<bool> {
-    match setting.map(str::trim).unwrap_or("auto") {
-        "device" => Ok(true),
-        "cpu" => Ok(false),
-        "auto" | "" => Ok(adapter != wgpu::DeviceType::Cpu),
-        other => anyhow::bail!("BRAINSCAN_WHISPER_ON must be device, cpu or auto, not {other:?}"),
-    }
+    crate::placement::from_env("BRAINSCAN_WHISPER_ON", adapter)
 }
 
 /// Windows start this long before detected speech.
@@ -693,18 +676,6 @@ pub fn is_annotation(text: &str) -> bool {
 mod tests {
     use super::*;
     use whisper::Segment;
-
-    #[test]
-    fn whisper_goes_to_a_real_gpu_unless_told_otherwise() {
-        use wgpu::DeviceType::{Cpu, DiscreteGpu, IntegratedGpu};
-        assert!(whisper_on(None, DiscreteGpu).expect("valid"));
-        assert!(whisper_on(Some("auto"), IntegratedGpu).expect("valid"));
-        assert!(!whisper_on(None, Cpu).expect("valid"));
-        assert!(whisper_on(Some("device"), Cpu).expect("valid"));
-        assert!(!whisper_on(Some(" cpu "), DiscreteGpu).expect("valid"));
-        let err = whisper_on(Some("gpu"), DiscreteGpu).expect_err("refused");
-        assert!(err.to_string().contains("device, cpu or auto"), "{err}");
-    }
 
     fn seg(start: f64, end: f64, text: &str) -> Segment {
         Segment {

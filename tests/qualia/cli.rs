@@ -416,6 +416,8 @@ fn bench_shows_its_steps_on_a_terminal_and_stays_quiet_in_a_pipe() {
     assert!(stdout.contains("v1 full scan"), "{stdout}");
     // Where Whisper ran: the CPU, as `auto` decides on lavapipe.
     assert!(stdout.contains("whisper on      cpu"), "{stdout}");
+    // And the face search, likewise.
+    assert!(stdout.contains("faces on        cpu"), "{stdout}");
     let stderr = String::from_utf8_lossy(&piped.stderr);
     assert!(!stderr.contains("measuring"), "a bar in a pipe: {stderr}");
     let command = format!("{} bench {clip} --runs 1", env!("CARGO_BIN_EXE_brainscan"));

@@ -7,7 +7,9 @@
 use brainscan::inference::QualiaOutput;
 use brainscan::inference::v2::{FEATURE_COUNT_V2, feature_index};
 
-use crate::support::{FACELESS_PATTERNS, analyse, ffmpeg, pattern_clip, real_media};
+use crate::support::{
+    FACELESS_PATTERNS, analyse, analyse_with, ffmpeg, pattern_clip, qualia, real_media,
+};
 
 /// Clip means of `[face_presence, face_area]`.
 fn face_means(out: &QualiaOutput) -> [f64; 2] {
@@ -120,12 +122,32 @@ fn detail_frames(path: &std::path::Path, every: usize) -> Vec<(usize, Vec<u8>)> 
 /// frame by construction. Positives: every sampled frame of the talking-head clip (the man is
 /// in view throughout; for most of frames 20-35 he looks away, which a frontal detector misses
 /// and which counts against recall). Prints the table the model card quotes; asserts no
-/// verified detection on any negative and a recall of at least half the positives.
+/// verified detection on any negative and a recall of at least half the positives, and that
+/// the search on the device (issue 45) finds the same faces on every frame.
 #[tokio::test]
 async fn the_detector_on_a_labelled_set_of_patterns_and_a_talking_head() {
     let q = crate::support::qualia();
     let detector = q.faces.clone().expect("v2 has a face detector");
     let every = detector.sampling.every as usize;
+    // The same search on the device (issue 45) must find the same faces on every frame, so the
+    // precision and recall below are the device path's too.
+    let on_device = brainscan::inference::faces::load_for(
+        &q.model.manifest.sampling,
+        &brainscan::config::default_models_dir_from_env(),
+        Some(&q.gpu),
+    )
+    .expect("the cascade on the device")
+    .expect("v2 reads faces");
+    let mut device_frames = 0;
+    let mut same_on_device =
+        |frames: &[(usize, Vec<u8>)], found: &[(usize, Vec<brainscan_faces::Face>)]| {
+            assert_eq!(
+                on_device.faces_of(frames),
+                found,
+                "the device search differs"
+            );
+            device_frames += frames.len();
+        };
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     let mut table = String::from(
@@ -138,6 +160,7 @@ async fn the_detector_on_a_labelled_set_of_patterns_and_a_talking_head() {
             .iter()
             .map(|(i, f)| (*i, detector.faces(f)))
             .collect();
+        same_on_device(&frames, &found);
         let raw = found.iter().filter(|(_, f)| !f.is_empty()).count();
         let kept = brainscan::inference::faces::confirmed(&found, every)
             .iter()
@@ -156,6 +179,7 @@ async fn the_detector_on_a_labelled_set_of_patterns_and_a_talking_head() {
         .iter()
         .map(|(i, f)| (*i, detector.faces(f)))
         .collect();
+    same_on_device(&frames, &found);
     let raw_hits = found.iter().filter(|(_, f)| !f.is_empty()).count();
     let kept_hits = brainscan::inference::faces::confirmed(&found, every)
         .iter()
@@ -173,10 +197,53 @@ async fn the_detector_on_a_labelled_set_of_patterns_and_a_talking_head() {
         ratio(kept_hits, kept_hits + kept_false),
         ratio(kept_hits, frames.len()),
     );
+    eprintln!(
+        "the search on {} found the same faces on all {device_frames} frames",
+        on_device.computed_on()
+    );
     assert_eq!(kept_false, 0, "verified faces on test patterns\n{table}");
     assert!(
         kept_hits * 2 >= frames.len(),
         "recall {kept_hits} of {}\n{table}",
         frames.len()
     );
+}
+
+/// The scan with the face search on the device (issue 45) reads exactly what it reads with the
+/// search on the CPU: every feature of every second of the talking-head clip, the face features
+/// included. A parity test of the wiring (`faces_of` in the scan's batches); the detector's own
+/// parity is `host/faces/tests/device.rs`.
+#[tokio::test]
+async fn the_scan_reads_the_same_faces_with_the_search_on_the_device() {
+    let on_cpu = qualia();
+    let faces = brainscan::inference::faces::load_for(
+        &on_cpu.model.manifest.sampling,
+        &brainscan::config::default_models_dir_from_env(),
+        Some(&on_cpu.gpu),
+    )
+    .expect("the cascade on the device");
+    let on_device = brainscan::inference::run::Qualia { faces, ..qualia() };
+    let searched_on = on_device
+        .faces
+        .as_ref()
+        .expect("v2 reads faces")
+        .computed_on();
+    assert_ne!(searched_on, "cpu");
+    let clip = real_media().join("carphone_pristine.mp4");
+    let (a, b) = (
+        analyse_with(&on_cpu, &clip).await,
+        analyse_with(&on_device, &clip).await,
+    );
+    eprintln!(
+        "face presence, area: CPU {:?}, {searched_on} {:?}",
+        face_means(&a),
+        face_means(&b)
+    );
+    assert!(
+        face_means(&a)[0] > 0.3,
+        "the clip shows a face: {:?}",
+        face_means(&a)
+    );
+    assert_eq!(a.features, b.features);
+    assert_eq!(a.networks, b.networks);
 }

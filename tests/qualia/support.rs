@@ -44,6 +44,7 @@ pub fn qualia() -> Qualia {
     let faces = brainscan::inference::faces::load_for(
         &model.manifest.sampling,
         &brainscan::config::default_models_dir_from_env(),
+        None,
     )
     .expect("the face cascade (run scripts/fetch-models)");
     Qualia {

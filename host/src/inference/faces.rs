@@ -12,19 +12,33 @@
 use std::path::Path;
 
 use anyhow::Context;
-use brainscan_faces::{Cascade, Face, Options};
+use brainscan_faces::{Cascade, DeviceCascade, Face, Options};
 
 use super::features::Rect;
+use super::gpu::GpuContext;
 use super::model::FaceSampling;
 
 /// The per-second face features, in the order `v2::FEATURES` lists them.
 pub const FACE_FEATURES: usize = 2;
 
-/// A loaded cascade with the model's sampling.
+/// A loaded cascade with the model's sampling, searched on the CPU or on the qualia device.
 #[derive(Debug)]
 pub struct FaceDetector {
     cascade: Cascade,
     pub sampling: FaceSampling,
+    /// The cascade on the qualia device and the adapter's name, when the search runs there
+    /// ([`faces_on_device`]). It finds exactly the CPU's faces (`host/faces/tests/device.rs`).
+    device: Option<(DeviceCascade, String)>,
+}
+
+/// Chooses where the face search runs, once at start-up, from `BRAINSCAN_FACES_ON` (`device`,
+/// `cpu` or `auto`; see [`crate::placement`]). On a CPU adapter `auto` keeps the CPU: the
+/// face bench measures the kernel 7 times slower there (docs/performance.md).
+///
+/// # Errors
+/// A setting other than `device`, `cpu` or `auto`.
+pub fn faces_on_device(adapter: &wgpu::AdapterInfo) -> anyhow::Result<bool> {
+    crate::placement::from_env("BRAINSCAN_FACES_ON", adapter)
 }
 
 impl FaceDetector {
@@ -57,7 +71,37 @@ impl FaceDetector {
         Ok(Self {
             cascade,
             sampling: sampling.clone(),
+            device: None,
         })
+    }
+
+    /// This detector with its search on `gpu`'s device.
+    ///
+    /// # Errors
+    /// The device refused the kernel or the cascade's buffers.
+    pub fn on_device(mut self, gpu: &GpuContext) -> anyhow::Result<Self> {
+        let on = DeviceCascade::new(gpu.device().clone(), gpu.queue().clone(), &self.cascade)?;
+        self.device = Some((on, gpu.adapter_info.name.clone()));
+        Ok(self)
+    }
+
+    /// Where the search runs: the adapter's name, or `cpu`.
+    #[must_use]
+    pub fn computed_on(&self) -> &str {
+        self.device
+            .as_ref()
+            .map_or("cpu", |(_, name)| name.as_str())
+    }
+
+    /// The detector's settings for the model's sampling.
+    fn options(&self) -> Options {
+        let h = self.sampling.height;
+        Options {
+            scale_factor: f64::from(self.sampling.scale_factor),
+            min_neighbours: self.sampling.min_neighbours as usize,
+            min_size: (self.sampling.min_face * h as f32).round() as u32,
+            step: None,
+        }
     }
 
     /// The detail frame size `(width, height)` the decoder should deliver.
@@ -72,17 +116,33 @@ impl FaceDetector {
         index.is_multiple_of(self.sampling.every.max(1) as usize)
     }
 
-    /// The faces on one detail frame (its [`luma`]), in detail pixels.
+    /// The faces on one detail frame (its [`luma`]), in detail pixels, searched on the CPU.
     #[must_use]
     pub fn faces(&self, luma: &[u8]) -> Vec<Face> {
         let (w, h) = self.detail();
-        let opts = Options {
-            scale_factor: f64::from(self.sampling.scale_factor),
-            min_neighbours: self.sampling.min_neighbours as usize,
-            min_size: (self.sampling.min_face * h as f32).round() as u32,
-            step: None,
-        };
-        brainscan_faces::detect(&self.cascade, luma, w as usize, h as usize, &opts)
+        brainscan_faces::detect(&self.cascade, luma, w as usize, h as usize, &self.options())
+    }
+
+    /// The faces on each `(index, luma)` detail frame: on the device in one dispatch when the
+    /// search runs there, else on the CPU with the frames spread over the cores. A device
+    /// failure searches the batch on the CPU, which finds the same faces.
+    #[must_use]
+    pub fn faces_of(&self, frames: &[(usize, Vec<u8>)]) -> Vec<(usize, Vec<Face>)> {
+        use rayon::prelude::*;
+        if let Some((on, _)) = &self.device {
+            let (w, h) = self.detail();
+            let lumas: Vec<&[u8]> = frames.iter().map(|(_, l)| l.as_slice()).collect();
+            match on.detect_many(&lumas, w as usize, h as usize, &self.options()) {
+                Ok(found) => {
+                    return frames.iter().map(|(i, _)| *i).zip(found).collect();
+                }
+                Err(e) => tracing::warn!("face search on the CPU for this batch: {e}"),
+            }
+        }
+        frames
+            .par_iter()
+            .map(|(i, luma)| (*i, self.faces(luma)))
+            .collect()
     }
 
     /// The share of the active picture (`rect`, in the model's frame geometry, `model_size`)
@@ -152,14 +212,23 @@ pub fn confirmed(frames: &[(usize, Vec<Face>)], every: usize) -> Vec<(usize, Vec
 ///
 /// # Errors
 /// As [`FaceDetector::load`].
+/// With `device`, the search runs on that context's device (see [`faces_on_device`]).
 pub fn load_for(
     sampling: &super::model::Sampling,
     models_dir: &Path,
+    device: Option<&GpuContext>,
 ) -> anyhow::Result<Option<std::sync::Arc<FaceDetector>>> {
     sampling
         .faces
         .as_ref()
-        .map(|s| FaceDetector::load(models_dir, s).map(std::sync::Arc::new))
+        .map(|s| {
+            let detector = FaceDetector::load(models_dir, s)?;
+            let detector = match device {
+                Some(gpu) => detector.on_device(gpu)?,
+                None => detector,
+            };
+            Ok(std::sync::Arc::new(detector))
+        })
         .transpose()
 }
 

@@ -613,12 +613,13 @@ impl Qualia {
                 let d = d.clone();
                 pending_faces = Some(tokio::task::spawn_blocking(move || {
                     let started = Instant::now();
-                    // Frames are independent: spread them over the cores (rayon's pool).
-                    let found = detail_frames
+                    // Frames are independent: spread them over the cores (rayon's pool), and
+                    // the search over the device's invocations where it runs there.
+                    let lumas: Vec<(usize, Vec<u8>)> = detail_frames
                         .par_iter()
-                        .map(|(i, rgb)| (*i, d.faces(&faces::luma(rgb))))
+                        .map(|(i, rgb)| (*i, faces::luma(rgb)))
                         .collect();
-                    (found, started.elapsed())
+                    (d.faces_of(&lumas), started.elapsed())
                 }));
             }
             out.count += k;
