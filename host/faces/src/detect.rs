@@ -501,6 +501,61 @@ mod tests {
         assert_eq!(g[0].1, 8);
     }
 
+    /// The walk visits what OpenCV visits: after a first-stage rejection the next position on
+    /// the row is skipped, so a face there is never seen; after a later-stage rejection it is.
+    /// The device path reads every position's outcome from a table and relies on this.
+    #[test]
+    fn the_walk_skips_the_window_after_a_first_stage_rejection() {
+        let level = Level {
+            factor: 1.5,
+            window: (36, 36),
+            width: 30,
+            height: 26,
+            step: 2,
+            span: (6, 2),
+        };
+        assert_eq!(level.grid(), (3, 1));
+        let run = |first: Outcome| {
+            let mut visited = Vec::new();
+            let mut hits = Vec::new();
+            let mut first = Some(first);
+            level.walk(
+                |x, _| {
+                    visited.push(x);
+                    match (x, first.take()) {
+                        (0, Some(o)) => o,
+                        _ => Outcome::Face,
+                    }
+                },
+                &mut hits,
+            );
+            (visited, hits)
+        };
+        let (visited, hits) = run(Outcome::FirstStage);
+        assert_eq!(visited, vec![0, 4]);
+        assert_eq!(
+            hits,
+            vec![Rect {
+                x: 6,
+                y: 0,
+                w: 36,
+                h: 36
+            }]
+        );
+        let (visited, hits) = run(Outcome::Later);
+        assert_eq!(visited, vec![0, 2, 4]);
+        assert_eq!(hits.len(), 2);
+        assert_eq!(
+            hits[0],
+            Rect {
+                x: 3,
+                y: 0,
+                w: 36,
+                h: 36
+            }
+        );
+    }
+
     #[test]
     fn resize_keeps_a_flat_image_flat_and_halves_a_ramp() {
         let (w, h) = (8, 4);
