@@ -209,10 +209,10 @@ pub fn confirmed(frames: &[(usize, Vec<Face>)], every: usize) -> Vec<(usize, Vec
 
 /// The detector a model's sampling needs, loaded from the models folder; `None` for models
 /// without face features.
+/// With `device`, the search runs on that context's device (see [`faces_on_device`]).
 ///
 /// # Errors
-/// As [`FaceDetector::load`].
-/// With `device`, the search runs on that context's device (see [`faces_on_device`]).
+/// As [`FaceDetector::load`], and a device that refuses the kernel.
 pub fn load_for(
     sampling: &super::model::Sampling,
     models_dir: &Path,
