@@ -173,6 +173,7 @@ async fn languages(paths: &ModelPaths, speech: &Speech, whisper: &WhisperModel, 
             );
         }
     }
+    reused_window(&base).await;
     let (tiny_secs, tiny) = timed(|| whisper.transcribe_in(jfk, &Some, None).expect("tiny"));
     let (base_secs, base_text) =
         timed(|| base.transcribe_in(jfk, &Some, Some("en")).expect("base"));
@@ -208,6 +209,54 @@ async fn languages(paths: &ModelPaths, speech: &Speech, whisper: &WhisperModel, 
         paths,
         &speech.speech_regions(&japanese).expect("vad"),
         &lines,
+    );
+}
+
+/// A short ad in Spanish (speech from its start, under 30 s): identification and transcription
+/// by Whisper base with the identification window's encoding used again (the service's path)
+/// against encoding it twice (the path before), and whether the two transcripts are the same.
+async fn reused_window(base: &WhisperModel) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let wav = dir.path().join("es.wav");
+    let status = Command::new("espeak-ng")
+        .args(["-v", "es", "-s", "150", "-w"])
+        .arg(&wav)
+        .arg("Date prisa, esta oferta termina esta noche. Solo quedan tres en existencia. Llama ahora y paga la mitad. No te lo pierdas.")
+        .status()
+        .expect("espeak-ng");
+    assert!(status.success(), "espeak-ng failed");
+    let audio = pcm(&wav).await;
+    // One untimed pass first, as a running worker has done.
+    let _ = base.detect_language(&audio, 0.0, 30.0);
+    let mut runs = [Vec::new(), Vec::new()];
+    let mut texts = [Vec::new(), Vec::new()];
+    for _ in 0..3 {
+        for (i, reuse) in [false, true].into_iter().enumerate() {
+            let (secs, segments) = timed(|| {
+                let (_, heard) = base
+                    .detect_language_keeping(&audio, 0.0, 30.0)
+                    .expect("identify")
+                    .expect("multilingual");
+                base.transcribe_from(&audio, &Some, Some("es"), reuse.then_some(heard))
+                    .expect("transcribe")
+            });
+            runs[i].push(secs);
+            texts[i] = segments;
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (twice, once) = (median(&mut runs[0]), median(&mut runs[1]));
+    println!(
+        "{:<44} encoded twice {twice:>5.2} s, once {once:>5.2} s: ratio {:.2} (same segments: {})",
+        format!(
+            "Spanish ad, {:.1} s, identify + transcribe",
+            audio.len() as f64 / 16_000.0
+        ),
+        once / twice,
+        texts[0] == texts[1]
     );
 }
 

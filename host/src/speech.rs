@@ -284,11 +284,26 @@ impl Speech {
         pcm: &[f32],
         regions: &[vad::Region],
     ) -> anyhow::Result<Option<whisper::Detected>> {
+        Ok(self
+            .identify_language_keeping(pcm, regions)?
+            .map(|(detected, _)| detected))
+    }
+
+    /// [`Speech::identify_language`], and the encoded window, for the multilingual model's
+    /// transcription to use again ([`whisper::HeardWindow`]).
+    fn identify_language_keeping(
+        &self,
+        pcm: &[f32],
+        regions: &[vad::Region],
+    ) -> anyhow::Result<Option<(whisper::Detected, whisper::HeardWindow)>> {
         let Some(first) = regions.first() else {
             return Ok(None);
         };
-        self.multilingual
-            .detect_language(pcm, (first.start - LEAD_IN_SECS).max(0.0), IDENTIFY_SECS)
+        self.multilingual.detect_language_keeping(
+            pcm,
+            (first.start - LEAD_IN_SECS).max(0.0),
+            IDENTIFY_SECS,
+        )
     }
 
     /// [`Speech::transcribe_regions`] with each line's confidence (see [`gate_scored`]), over
@@ -302,7 +317,7 @@ impl Speech {
         pcm: &[f32],
         regions: &[vad::Region],
     ) -> anyhow::Result<(ScoredLines, Option<Language>)> {
-        let Some(detected) = self.identify_language(pcm, regions)? else {
+        let Some((detected, heard)) = self.identify_language_keeping(pcm, regions)? else {
             return Ok((Vec::new(), None));
         };
         // English goes to tiny.en (faster, and the recogniser the English tests measure);
@@ -321,7 +336,10 @@ impl Speech {
                 }
             })
         };
-        let segments = model.transcribe_in(pcm, &skip_to, code)?;
+        // The multilingual model's own encoding of the identification window serves again as
+        // its first transcription window where the two are the same audio.
+        let heard = code.is_some().then_some(heard);
+        let segments = model.transcribe_from(pcm, &skip_to, code, heard)?;
         let (lines, foreign): (Vec<_>, Vec<_>) = gate_scored(&segments, regions)
             .into_iter()
             .partition(|(line, _)| !script::foreign_letters(&line.text, &detected.code));

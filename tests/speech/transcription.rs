@@ -427,3 +427,73 @@ async fn a_synthetic_english_voice_is_heard_as_english() {
     assert_eq!(source["language"], "en", "{source} {lines:?}");
     assert!(!lines.is_empty());
 }
+
+/// Identifying the language runs the multilingual model's encoder over Whisper's 30 s window.
+/// Where that window is the first one transcribed (speech from the start of a clip of at most
+/// 30 s, as most ads are) the transcription uses that encoding instead of running the encoder
+/// again, and writes exactly the segments a fresh transcription writes. An identification
+/// window that is other audio (here from 1 s in) is not used.
+#[test]
+fn the_identification_window_is_encoded_once_and_transcribes_the_same() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let raw = dir.path().join("es.raw.wav");
+    run(Command::new("espeak-ng")
+        .args(["-v", "es", "-s", "150", "-w"])
+        .arg(&raw)
+        .arg("El río corre hacia el norte por el valle y llega al mar cerca del viejo puerto."));
+    let f32le = dir.path().join("es.f32");
+    run(Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(&raw)
+        .args(["-f", "f32le", "-ac", "1", "-ar", "16000"])
+        .arg(&f32le));
+    let pcm: Vec<f32> = std::fs::read(&f32le)
+        .expect("pcm")
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert!(pcm.len() < 30 * 16_000, "one window");
+    let model =
+        brainscan::speech::whisper::WhisperModel::load(&support::models().whisper_multilingual)
+            .expect("whisper base");
+    let every = |t: f64| Some(t);
+
+    let (detected, heard) = model
+        .detect_language_keeping(&pcm, 0.0, 30.0)
+        .expect("identifies")
+        .expect("a multilingual model");
+    assert_eq!(detected.code, "es", "{detected:?}");
+    let before = model.encoder_passes();
+    let reused = model
+        .transcribe_from(&pcm, &every, Some("es"), Some(heard))
+        .expect("transcribes");
+    let after_reuse = model.encoder_passes();
+    let fresh = model
+        .transcribe_in(&pcm, &every, Some("es"))
+        .expect("transcribes");
+    let after_fresh = model.encoder_passes();
+    eprintln!("{reused:?}");
+    assert_eq!(
+        after_reuse - before,
+        0,
+        "the identification window was encoded again"
+    );
+    assert_eq!(after_fresh - after_reuse, 1);
+    assert!(!fresh.is_empty());
+    assert_eq!(reused, fresh);
+
+    let (_, later) = model
+        .detect_language_keeping(&pcm, 1.0, 30.0)
+        .expect("identifies")
+        .expect("a multilingual model");
+    let before = model.encoder_passes();
+    let other = model
+        .transcribe_from(&pcm, &every, Some("es"), Some(later))
+        .expect("transcribes");
+    assert_eq!(
+        model.encoder_passes() - before,
+        1,
+        "other audio's encoding was used"
+    );
+    assert_eq!(other, fresh);
+}

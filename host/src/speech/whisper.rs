@@ -14,6 +14,7 @@
 
 use std::io::Write as _;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context as _;
 use candle_core::{Device, Tensor};
@@ -83,6 +84,24 @@ pub struct WhisperModel {
     /// The same checkpoint on a wgpu device, when the speech stage runs there: it then encodes
     /// and decodes every window, and the CPU network serves only the parity hooks.
     device: Option<OnDevice>,
+    /// Encoder passes run so far (the speech stage's largest cost), for the bench and the
+    /// test that a reused window is not encoded twice.
+    encodes: AtomicU64,
+}
+
+/// The window a language was identified on, encoded, kept for [`WhisperModel::transcribe_from`].
+///
+/// Why: identifying the language costs one encoder pass over Whisper's 30 s window, as much
+/// as transcribing that window. Where the identification window is the transcription's first
+/// window, bit for bit (speech from the start of a clip of at most 30 s: most ads), the
+/// transcription uses this encoding instead of computing it again. The mel values are
+/// compared, not assumed, so the transcript is the same as without it.
+pub struct HeardWindow {
+    /// The model that encoded it (its address): another model's encoding is never used.
+    model: usize,
+    /// The `(1, n_mels, frames)` log-mel window's values.
+    mel: Vec<f32>,
+    window: Window,
 }
 
 struct Cpu {
@@ -299,6 +318,7 @@ impl WhisperModel {
             suppress_begin,
             id,
             device: on_device,
+            encodes: AtomicU64::new(0),
         })
     }
 
@@ -317,6 +337,7 @@ impl WhisperModel {
 
     /// Encodes a `(1, n_mels, frames)` mel window and projects it for cross-attention.
     fn window(&self, mel: &Tensor) -> anyhow::Result<Window> {
+        self.encodes.fetch_add(1, Ordering::Relaxed);
         match &self.device {
             Some(d) => {
                 let frames = mel.dim(2)?;
@@ -416,6 +437,22 @@ impl WhisperModel {
         from_sec: f64,
         window_secs: f64,
     ) -> anyhow::Result<Option<Detected>> {
+        Ok(self
+            .detect_language_keeping(pcm, from_sec, window_secs)?
+            .map(|(detected, _)| detected))
+    }
+
+    /// [`WhisperModel::detect_language`], and the encoded window, which
+    /// [`WhisperModel::transcribe_from`] uses again where it is the first window transcribed.
+    ///
+    /// # Errors
+    /// Tensor errors.
+    pub fn detect_language_keeping(
+        &self,
+        pcm: &[f32],
+        from_sec: f64,
+        window_secs: f64,
+    ) -> anyhow::Result<Option<(Detected, HeardWindow)>> {
         if self.tokens.languages.is_empty() {
             return Ok(None);
         }
@@ -432,6 +469,7 @@ impl WhisperModel {
             .last
             .pop()
             .context("no logits")?;
+        drop(pass);
         let scores: Vec<f32> = self
             .tokens
             .languages
@@ -440,10 +478,28 @@ impl WhisperModel {
             .collect();
         let best = argmax(&scores) as usize;
         let probability = (scores[best] - log_sum_exp(&scores)).exp();
-        Ok(Some(Detected {
-            code: self.tokens.languages[best].0.clone(),
-            probability,
-        }))
+        let heard = HeardWindow {
+            model: self.address(),
+            mel: window.flatten_all()?.to_vec1::<f32>()?,
+            window: attended,
+        };
+        Ok(Some((
+            Detected {
+                code: self.tokens.languages[best].0.clone(),
+                probability,
+            },
+            heard,
+        )))
+    }
+
+    fn address(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
+    /// How many encoder passes this model has run.
+    #[must_use]
+    pub fn encoder_passes(&self) -> u64 {
+        self.encodes.load(Ordering::Relaxed)
     }
 
     /// Log-mel spectrogram of 16 kHz mono `pcm` followed by 30 s of silence, as
@@ -485,6 +541,22 @@ impl WhisperModel {
         skip_to: &dyn Fn(f64) -> Option<f64>,
         language: Option<&str>,
     ) -> anyhow::Result<Vec<Segment>> {
+        self.transcribe_from(pcm, skip_to, language, None)
+    }
+
+    /// [`WhisperModel::transcribe_in`], using `heard` (this model's encoding of the window the
+    /// language was identified on) for the first window where that window's mel values are
+    /// the same; otherwise it is dropped unused.
+    ///
+    /// # Errors
+    /// Tensor errors, or a language the model does not read.
+    pub fn transcribe_from(
+        &self,
+        pcm: &[f32],
+        skip_to: &dyn Fn(f64) -> Option<f64>,
+        language: Option<&str>,
+        mut heard: Option<HeardWindow>,
+    ) -> anyhow::Result<Vec<Segment>> {
         let prompt = self.prompt(language)?;
         let (mel, content_frames) = self.mel(pcm)?;
         let mut seek = 0usize;
@@ -503,7 +575,15 @@ impl WhisperModel {
             let window_frames = N_FRAMES.min(content_frames - seek);
             let window = mel.narrow(1, seek, N_FRAMES)?.unsqueeze(0)?;
             let offset = seek as f64 * FRAME_SECS;
-            let attended = self.window(&window)?;
+            let attended = match heard.take() {
+                Some(h)
+                    if h.model == self.address()
+                        && h.mel == window.flatten_all()?.to_vec1::<f32>()? =>
+                {
+                    h.window
+                }
+                _ => self.window(&window)?,
+            };
             let decoded = self.decode_with_fallback(&attended, &prompt, seek as u64)?;
             let silent = decoded.no_speech_prob > m::NO_SPEECH_THRESHOLD
                 && decoded.avg_logprob < m::LOGPROB_THRESHOLD;
