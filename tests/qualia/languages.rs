@@ -10,9 +10,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use futures_util::StreamExt as _;
+
 use crate::known_groups::{FACTS, HARD_SELL, NEUTRAL};
 use crate::support::{
-    DEFAULT_LENSES, MANIPULATION, PURCHASE_INTENT, analyse, bootstrap_mean_interval,
+    CLIPS_AT_ONCE, DEFAULT_LENSES, MANIPULATION, PURCHASE_INTENT, analyse, bootstrap_mean_interval,
     default_lens_means, lens_series, voiced,
 };
 
@@ -158,24 +160,32 @@ impl Agreement {
 async fn the_same_ad_reads_alike_in_five_languages() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut clips: BTreeMap<(usize, usize), Scored> = BTreeMap::new();
-    for (language, (code, _)) in LANGUAGES.iter().enumerate() {
-        for index in 0..12 {
-            let scored = score(dir.path(), language, index).await;
-            let m = scored.means;
-            println!(
-                "{code} {}{}: attention {:.1}, memory {:.1}, purchase intent {:.1}, manipulation {:.1}; heard {} (p {:.2}) by {}",
-                GROUPS[index / 4],
-                index % 4 + 1,
-                m[0],
-                m[1],
-                m[2],
-                m[3],
-                scored.heard,
-                scored.probability,
-                scored.transcribed_by
-            );
-            clips.insert((language, index), scored);
-        }
+    // Two clips at a time (see `support::CLIPS_AT_ONCE`), reported in the plan's order.
+    let keys: Vec<(usize, usize)> = (0..LANGUAGES.len())
+        .flat_map(|language| (0..12).map(move |index| (language, index)))
+        .collect();
+    let mut scored_in_order = futures_util::stream::iter(keys.iter().map(|&(language, index)| {
+        let dir = dir.path();
+        async move { score(dir, language, index).await }
+    }))
+    .buffered(CLIPS_AT_ONCE);
+    for &(language, index) in &keys {
+        let code = LANGUAGES[language].0;
+        let scored = scored_in_order.next().await.expect("one score per clip");
+        let m = scored.means;
+        println!(
+            "{code} {}{}: attention {:.1}, memory {:.1}, purchase intent {:.1}, manipulation {:.1}; heard {} (p {:.2}) by {}",
+            GROUPS[index / 4],
+            index % 4 + 1,
+            m[0],
+            m[1],
+            m[2],
+            m[3],
+            scored.heard,
+            scored.probability,
+            scored.transcribed_by
+        );
+        clips.insert((language, index), scored);
     }
 
     // L3: every clip heard in its own language; other languages transcribed by base.

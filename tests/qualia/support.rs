@@ -9,6 +9,13 @@ use brainscan::inference::run::Listener;
 use brainscan::inference::{GpuContext, Model, Qualia, QualiaOutput};
 use brainscan::media::probe;
 
+/// How many clips a battery scores at once. The batteries are most of this suite's time. Their
+/// clips are independent, and `scripts/test` runs the matrix work of each on one thread
+/// (`RAYON_NUM_THREADS=1`): on the 2-core CI machine two tests at once then keep both cores
+/// busy without their matrix threads spinning at each other's barriers, and a battery left
+/// running alone still uses both cores. Results are reported in the plan's order.
+pub const CLIPS_AT_ONCE: usize = 2;
+
 /// One GPU context for the whole test binary (building pipelines is the slow part).
 pub fn gpu() -> Arc<GpuContext> {
     static CTX: OnceLock<Arc<GpuContext>> = OnceLock::new();
