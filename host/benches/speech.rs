@@ -227,7 +227,7 @@ async fn reused_window(base: &WhisperModel) {
     assert!(status.success(), "espeak-ng failed");
     let audio = pcm(&wav).await;
     // One untimed pass first, as a running worker has done.
-    let _ = base.detect_language(&audio, 0.0, 30.0);
+    base.detect_language(&audio, 0.0, 30.0).expect("identify");
     let mut runs = [Vec::new(), Vec::new()];
     let mut texts = [Vec::new(), Vec::new()];
     for _ in 0..3 {

@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use futures_util::StreamExt as _;
 
 use crate::support::{
-    ATTENTION, CLIPS_AT_ONCE, H264, MANIPULATION, MEMORY, PURCHASE_INTENT, STILL, analyse,
+    ATTENTION, H264, MANIPULATION, MEMORY, PURCHASE_INTENT, STILL, analyse,
     bootstrap_mean_interval, builtin, default_lens_means, ffmpeg, lens_series, pattern_clip,
-    real_media, voiced,
+    real_media, scored_in_order, voiced,
 };
 
 /// The plan's groups. `CallToAction` is [`Group::Facts`] with one sentence added; the plan's
@@ -207,19 +207,16 @@ async fn the_lenses_order_known_groups_as_their_names_say() {
     let d = dir.path();
     let mut means: BTreeMap<(Group, usize, Presentation), [f64; 4]> = BTreeMap::new();
     let mut tactics: BTreeMap<Group, usize> = BTreeMap::new();
-    // Two clips at a time (see `support::CLIPS_AT_ONCE`), reported in the plan's order.
     let keys: Vec<(Group, usize, Presentation)> = GROUPS
         .iter()
         .flat_map(|&g| (0..4).flat_map(move |i| PRESENTATIONS.map(|p| (g, i, p))))
         .collect();
-    let mut scored_in_order =
-        futures_util::stream::iter(keys.iter().map(|&(g, i, p)| async move {
-            let path = clip(d, g, i, p);
-            score(&path).await
-        }))
-        .buffered(CLIPS_AT_ONCE);
+    let mut scores = scored_in_order(keys.iter().map(|&(g, i, p)| async move {
+        let path = clip(d, g, i, p);
+        score(&path).await
+    }));
     for &(group, index, presentation) in &keys {
-        let (m, _, found) = scored_in_order.next().await.expect("one score per clip");
+        let (m, _, found) = scores.next().await.expect("one score per clip");
         println!(
             "{group:?} {index} {presentation:?}: attention {:.1}, memory {:.1}, purchase intent {:.1}, manipulation {:.1}, tactics {found}",
             m[0], m[1], m[2], m[3]

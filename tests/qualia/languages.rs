@@ -14,8 +14,8 @@ use futures_util::StreamExt as _;
 
 use crate::known_groups::{FACTS, HARD_SELL, NEUTRAL};
 use crate::support::{
-    CLIPS_AT_ONCE, DEFAULT_LENSES, MANIPULATION, PURCHASE_INTENT, analyse, bootstrap_mean_interval,
-    default_lens_means, lens_series, voiced,
+    DEFAULT_LENSES, MANIPULATION, PURCHASE_INTENT, analyse, bootstrap_mean_interval,
+    default_lens_means, lens_series, scored_in_order, voiced,
 };
 
 /// The plan's languages: Whisper's code and the espeak-ng voice.
@@ -160,18 +160,16 @@ impl Agreement {
 async fn the_same_ad_reads_alike_in_five_languages() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut clips: BTreeMap<(usize, usize), Scored> = BTreeMap::new();
-    // Two clips at a time (see `support::CLIPS_AT_ONCE`), reported in the plan's order.
     let keys: Vec<(usize, usize)> = (0..LANGUAGES.len())
         .flat_map(|language| (0..12).map(move |index| (language, index)))
         .collect();
-    let mut scored_in_order = futures_util::stream::iter(keys.iter().map(|&(language, index)| {
-        let dir = dir.path();
-        async move { score(dir, language, index).await }
-    }))
-    .buffered(CLIPS_AT_ONCE);
+    let mut scores = scored_in_order(
+        keys.iter()
+            .map(|&(language, index)| score(dir.path(), language, index)),
+    );
     for &(language, index) in &keys {
         let code = LANGUAGES[language].0;
-        let scored = scored_in_order.next().await.expect("one score per clip");
+        let scored = scores.next().await.expect("one score per clip");
         let m = scored.means;
         println!(
             "{code} {}{}: attention {:.1}, memory {:.1}, purchase intent {:.1}, manipulation {:.1}; heard {} (p {:.2}) by {}",

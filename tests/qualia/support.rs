@@ -16,6 +16,23 @@ use brainscan::media::probe;
 /// running alone still uses both cores. Results are reported in the plan's order.
 pub const CLIPS_AT_ONCE: usize = 2;
 
+/// The battery's clips scored [`CLIPS_AT_ONCE`] at a time, their results in the order given.
+pub fn scored_in_order<'a, I>(
+    clips: I,
+) -> std::pin::Pin<
+    Box<dyn futures_util::Stream<Item = <I::Item as std::future::Future>::Output> + 'a>,
+>
+where
+    I: IntoIterator,
+    I::IntoIter: 'a,
+    I::Item: std::future::Future + 'a,
+{
+    Box::pin(futures_util::StreamExt::buffered(
+        futures_util::stream::iter(clips),
+        CLIPS_AT_ONCE,
+    ))
+}
+
 /// One GPU context for the whole test binary (building pipelines is the slow part).
 pub fn gpu() -> Arc<GpuContext> {
     static CTX: OnceLock<Arc<GpuContext>> = OnceLock::new();
