@@ -365,6 +365,9 @@ fn anchors_pooled() -> Vec<Vec<&'static str>> {
 /// registered in `tests/speech/embedding.rs`
 /// (`every_axis_is_read_in_other_languages_only_where_its_scale_carries_over`), which fails
 /// when this list and the measurement disagree. The other axes read 0 in other languages.
+/// Evidence fails because MiniLM reads the calm-facts script far lower than e5 does (e5's own
+/// readings agree across the five languages); reading English with e5 too was tried and lost
+/// the English known-groups ordering (model card, "The same ad in five languages").
 pub const CARRIES_OVER: [&str; 5] = ["social", "emotion", "numbers", "pressure", "product"];
 
 /// Adds to the transcript's provenance note, when the multilingual reader reads its meaning,
