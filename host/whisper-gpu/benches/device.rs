@@ -6,7 +6,8 @@
 //! CPU (the host's CPU path; the baseline) and on the device, with the cross-attention
 //! projection; then decoding steps on the device, one candidate and the fallback's five. Every
 //! device figure includes waiting for the device and, for a step, reading the logits back.
-//! Medians of `BENCH_RUNS` (default 3). `WGPU_BACKEND` and `WGPU_ADAPTER_NAME` pick the
+//! Before the steps, the host's share of a step (recording and submitting it) both ways
+//! ([`Recording`]), with the logits compared. Medians of `BENCH_RUNS` (default 3). `WGPU_BACKEND` and `WGPU_ADAPTER_NAME` pick the
 //! adapter; `BENCH_SHAPES=tiny` measures tiny.en alone.
 //!
 //! The CPU decoding baseline is the host's key/value-cached decoder, which this crate does not
@@ -14,7 +15,7 @@
 
 use std::time::Instant;
 
-use brainscan_whisper_gpu::{DeviceWhisper, Dims, synthetic};
+use brainscan_whisper_gpu::{DeviceWhisper, Dims, Recording, synthetic};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::whisper as m;
 
@@ -93,7 +94,7 @@ fn main() {
                 .cloned()
                 .ok_or_else(|| format!("{n} missing"))
         };
-        let whisper = DeviceWhisper::new(device.clone(), queue.clone(), dims, &lookup)
+        let mut whisper = DeviceWhisper::new(device.clone(), queue.clone(), dims, &lookup)
             .expect("weights on the device");
         let upload = t.elapsed().as_secs_f64();
         println!("{name}: weights held as {:?}", whisper.precision());
@@ -152,6 +153,55 @@ fn main() {
         );
         let encoded = whisper.encode(&mel, 3000).expect("encode");
         let attended = whisper.attend(&encoded).expect("attend");
+        // The host's share of a decoding step: recording and submitting its 17 dispatches a
+        // layer, both ways, in this run (BENCH_STEPS steps of one candidate each).
+        let host_steps: usize = std::env::var("BENCH_STEPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20)
+            .max(1);
+        let mut host = Vec::new();
+        for recording in [Recording::PerDispatch, Recording::OnePass] {
+            whisper.set_recording(recording);
+            let runs_of = |whisper: &DeviceWhisper| {
+                let mut pass = whisper.pass(&attended, 1).expect("pass");
+                whisper
+                    .feed(&mut pass, &[50_257, 50_358, 50_362], true)
+                    .expect("prompt");
+                let (before, _) = whisper.host_recording();
+                let t = Instant::now();
+                let mut logits = Vec::new();
+                for i in 0..host_steps {
+                    let out = whisper
+                        .feed(&mut pass, &[(400 + i) as u32], false)
+                        .expect("step");
+                    logits.push(out.last);
+                }
+                let (after, _) = whisper.host_recording();
+                (
+                    (after - before).as_secs_f64() / host_steps as f64,
+                    t.elapsed().as_secs_f64() / host_steps as f64,
+                    logits,
+                )
+            };
+            let measured: Vec<_> = (0..runs).map(|_| runs_of(&whisper)).collect();
+            let logits = measured[0].2.clone();
+            host.push((
+                median(measured.iter().map(|m| m.0).collect()),
+                median(measured.iter().map(|m| m.1).collect()),
+                logits,
+            ));
+        }
+        whisper.set_recording(Recording::OnePass);
+        println!(
+            "{name}: host recording and submission per decoding step (1 candidate, {host_steps} steps): per dispatch {:.3} ms (step {:.2} ms), one pass {:.3} ms (step {:.2} ms): ratio {:.3}; same logits: {}",
+            host[0].0 * 1e3,
+            host[0].1 * 1e3,
+            host[1].0 * 1e3,
+            host[1].1 * 1e3,
+            host[1].0 / host[0].0,
+            host[0].2 == host[1].2
+        );
         let mut step_ms = Vec::new();
         for candidates in [1usize, 5] {
             let steps = 100usize;

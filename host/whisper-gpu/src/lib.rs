@@ -22,6 +22,9 @@
 //! A candidate that ends keeps its slot (its rows are still computed and never read): on a
 //! GPU that costs nothing measurable, and it spares copying caches between slots.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
 use wgpu::util::DeviceExt;
 
 const MATMUL_WGSL: &str = include_str!("../../../shaders/whisper_matmul.wgsl");
@@ -67,6 +70,26 @@ const GELU: u32 = 2;
 const EXTRA: u32 = 4;
 const ACCUMULATE: u32 = 8;
 const IM2COL: u32 = 16;
+
+/// Bytes of one buffer of dispatch parameters: room for 256 dispatches at the largest
+/// offset alignment WebGPU allows (256 bytes), and within every device's uniform limits.
+const PARAMS_CHUNK: u64 = 64 * 1024;
+
+/// How a submission's dispatches are recorded.
+///
+/// A decoding step is 17 dispatches per layer and 3 more (about 105 for base). Recording each
+/// with its own parameter buffer and compute pass made the host create that many buffers and
+/// passes per token, which a GPU that runs the step in a fraction of a millisecond waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Recording {
+    /// One compute pass per submission; every dispatch's parameters in one uniform buffer
+    /// (at aligned offsets), written once before the submission. The default.
+    #[default]
+    OnePass,
+    /// Each dispatch with its own uniform buffer and compute pass (before 2026-11-28). Kept
+    /// as the bench's same-run baseline; the kernels and their order are the same.
+    PerDispatch,
+}
 
 /// What went wrong, with the tensor or the step named.
 #[derive(Debug, thiserror::Error)]
@@ -182,6 +205,12 @@ pub struct DeviceWhisper {
     /// Bound where a kernel takes no such operand (a binding cannot be left empty).
     unused: wgpu::Buffer,
     max_binding: u64,
+    /// The device's `min_uniform_buffer_offset_alignment`.
+    params_align: usize,
+    recording: Recording,
+    /// Host time spent recording and submitting work, in nanoseconds, and the submissions.
+    host_ns: AtomicU64,
+    submissions: AtomicU64,
 }
 
 impl std::fmt::Debug for DeviceWhisper {
@@ -309,6 +338,14 @@ struct Product<'b> {
 struct Recorder<'d> {
     whisper: &'d DeviceWhisper,
     encoder: wgpu::CommandEncoder,
+    /// The submission's compute pass, open from its first dispatch to [`DeviceWhisper::finish`]
+    /// ([`Recording::OnePass`]). Within a pass wgpu orders each dispatch after the writes of
+    /// the dispatches before it, as between passes.
+    pass: Option<wgpu::ComputePass<'static>>,
+    /// The dispatches' parameters: uniform buffers of [`PARAMS_CHUNK`] bytes and what goes
+    /// into each, written before the submission.
+    params: Vec<(wgpu::Buffer, Vec<u8>)>,
+    started: Instant,
     /// Errors of this submission's calls (error scopes are per thread, so concurrent scans
     /// on one shared device do not see each other's). Popped in reverse order.
     scopes: [wgpu::ErrorScopeGuard; 2],
@@ -323,16 +360,47 @@ impl Recorder<'_> {
         groups: (u32, u32, u32),
     ) {
         let w = self.whisper;
-        let uniform = w
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("whisper params"),
-                contents: bytemuck::cast_slice(params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
+        let bytes: &[u8] = bytemuck::cast_slice(params);
+        let separate;
+        let uniform = match w.recording {
+            Recording::PerDispatch => {
+                separate = w
+                    .device
+                    .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: Some("whisper params"),
+                        contents: bytes,
+                        usage: wgpu::BufferUsages::UNIFORM,
+                    });
+                separate.as_entire_binding()
+            }
+            Recording::OnePass => {
+                let fits = self
+                    .params
+                    .last()
+                    .is_some_and(|(_, data)| (data.len() + bytes.len()) as u64 <= PARAMS_CHUNK);
+                if !fits {
+                    let buffer = w.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("whisper params"),
+                        size: PARAMS_CHUNK,
+                        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                        mapped_at_creation: false,
+                    });
+                    self.params.push((buffer, Vec::new()));
+                }
+                let (buffer, data) = self.params.last_mut().expect("a parameter buffer");
+                let offset = data.len() as u64;
+                data.extend_from_slice(bytes);
+                data.resize(data.len().next_multiple_of(w.params_align), 0);
+                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer,
+                    offset,
+                    size: std::num::NonZeroU64::new(bytes.len() as u64),
+                })
+            }
+        };
         let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,
-            resource: uniform.as_entire_binding(),
+            resource: uniform,
         }];
         entries.extend(
             buffers
@@ -348,12 +416,20 @@ impl Recorder<'_> {
             layout: &kernel.layout,
             entries: &entries,
         });
-        let mut pass = self
-            .encoder
-            .begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+        if self.pass.is_none() {
+            self.pass = Some(
+                self.encoder
+                    .begin_compute_pass(&wgpu::ComputePassDescriptor::default())
+                    .forget_lifetime(),
+            );
+        }
+        let pass = self.pass.as_mut().expect("an open pass");
         pass.set_pipeline(&kernel.pipeline);
         pass.set_bind_group(0, &group, &[]);
         pass.dispatch_workgroups(groups.0, groups.1, groups.2);
+        if w.recording == Recording::PerDispatch {
+            self.pass = None;
+        }
     }
 
     fn product(&mut self, p: &Product<'_>) {
@@ -598,6 +674,7 @@ impl DeviceWhisper {
             .collect::<Result<Vec<_>, Error>>()?;
         let decoder_ln = up.norm("model.decoder.layer_norm", d)?;
         let unused = up.buffer("unused", &[0.0; 4])?;
+        let params_align = (device.limits().min_uniform_buffer_offset_alignment as usize).max(4);
         Ok(Self {
             device,
             queue,
@@ -614,7 +691,27 @@ impl DeviceWhisper {
             decoder_ln,
             unused,
             max_binding,
+            params_align,
+            recording: Recording::default(),
+            host_ns: AtomicU64::new(0),
+            submissions: AtomicU64::new(0),
         })
+    }
+
+    /// Records submissions as `recording` says (the bench compares the two).
+    pub fn set_recording(&mut self, recording: Recording) {
+        self.recording = recording;
+    }
+
+    /// Host time spent recording and submitting work so far (from the start of a submission's
+    /// recording to its submit returning, without the wait for the device or the readback),
+    /// and how many submissions that was.
+    #[must_use]
+    pub fn host_recording(&self) -> (Duration, u64) {
+        (
+            Duration::from_nanos(self.host_ns.load(Ordering::Relaxed)),
+            self.submissions.load(Ordering::Relaxed),
+        )
     }
 
     /// The checkpoint's dimensions.
@@ -657,6 +754,9 @@ impl DeviceWhisper {
         Recorder {
             whisper: self,
             scopes: [validation, oom],
+            pass: None,
+            params: Vec::new(),
+            started: Instant::now(),
             encoder: self
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -674,8 +774,16 @@ impl DeviceWhisper {
         let Recorder {
             encoder: mut enc,
             scopes: [validation, oom],
+            pass,
+            params,
+            started,
             ..
         } = rec;
+        // The pass ends before the copies below are recorded on the same encoder.
+        drop(pass);
+        for (buffer, data) in &params {
+            self.queue.write_buffer(buffer, 0, data);
+        }
         let staging: Vec<wgpu::Buffer> = reads
             .iter()
             .map(|&(src, first, floats)| {
@@ -691,6 +799,11 @@ impl DeviceWhisper {
             })
             .collect();
         self.queue.submit([enc.finish()]);
+        self.host_ns.fetch_add(
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        self.submissions.fetch_add(1, Ordering::Relaxed);
         for scope in [validation, oom] {
             if let Some(e) = pollster::block_on(scope.pop()) {
                 return Err(Error::Device(e.to_string()));
