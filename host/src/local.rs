@@ -1069,17 +1069,17 @@ async fn calibrate(dir: &Path, out: &Path, model: &ModelArgs) -> anyhow::Result<
     header.push(format!("# seconds: {}", rows.len()));
     let mut text = header.join("\n");
     text.push('\n');
-    // A contrast reads its terms on the calibrations built here, not on the embedded (older)
+    // A contrast reads its terms over the spreads built here, not over the embedded (older)
     // ones, so weighted readouts are calibrated first.
     let mut built: Vec<(&str, Calibration)> = Vec::new();
     let mut order = brainscan_readouts::ALL.to_vec();
     order.sort_by_key(|r| matches!(r.form, brainscan_readouts::Form::Contrast(..)));
     for readout in order {
-        let term = |t: &brainscan_readouts::Readout, raw: f64| -> f64 {
+        let term = |t: &brainscan_readouts::Readout| -> f64 {
             built
                 .iter()
                 .find(|(n, _)| *n == t.name)
-                .map_or(f64::NAN, |(_, c)| c.percentile(raw))
+                .map_or(f64::NAN, |(_, c)| c.spread)
         };
         let raw: Vec<f64> = rows.iter().map(|r| readout.raw_with(r, &term)).collect();
         let c = Calibration::from_corpus(&raw)

@@ -333,14 +333,16 @@ async fn the_lenses_order_known_groups_as_their_names_say() {
     // Every registered row passes on qualia 2.9.0 with lens-standard 2.5.0 and on 2.11.0 with
     // lens-standard 2.6.0 (the first run, on 2.8.0, failed M1, M2, M3, P2 and P3: the model card
     // has every table). 2.11.0's M1 is 12.5 points under 2.9.0's: deliberation now weighs
-    // Limbic, which the hard sells drive. Each row's mean
-    // difference is pinned at the card's figure, so the card cannot go stale.
+    // Limbic, which the hard sells drive. lens-standard 2.7.0 (manipulation reads the balance of
+    // pressure over deliberation; plan deviation 2) ships because every row still passes: M1
+    // +42.3, M2 +55.2, M3 +4.2. Each row's mean difference is pinned at the card's figure, so
+    // the card cannot go stale.
     assert!(silent_exact, "S1");
     assert!(s2, "S2: {silent_purchase:?}");
     let card = [
-        ("M1 manipulation H > F", 33.7),
-        ("M2 manipulation H > N", 39.4),
-        ("M3 manipulation C+ > C-", 5.9),
+        ("M1 manipulation H > F", 42.3),
+        ("M2 manipulation H > N", 55.2),
+        ("M3 manipulation C+ > C-", 4.2),
         ("P1 purchase intent H > N", 56.4),
         ("P2 purchase intent F > N", 15.4),
         ("P3 purchase intent H > E", 11.7),

@@ -266,9 +266,10 @@ async fn the_same_ad_reads_alike_in_five_languages() {
     );
 
     // The battery fails (the model card, "The same ad in five languages"). The cells that pass
-    // are asserted; every figure is pinned at the card's latest run (the fourth, after the
-    // plan's deviations 2 to 4: the multilingual scale equated, the language identified on
-    // 30 s, lines in a foreign script dropped), so the card cannot go stale: a
+    // are asserted; every figure is pinned at the card's latest run (the sixth, after the
+    // plan's deviations 2 to 6: the multilingual scale equated, the language identified on
+    // 30 s, lines in a foreign script dropped, the foci assigned on the cortical surface,
+    // manipulation read as a balance), so the card cannot go stale: a
     // change that mends a cell fails here until the card says so.
     // Within `CPU_SPREAD` points: Whisper's arithmetic in candle follows the CPU's SIMD path,
     // and one word more or less in one clip's transcript moves a 12-script mean by a point.
@@ -284,19 +285,19 @@ async fn the_same_ad_reads_alike_in_five_languages() {
         (("es", "attention"), (true, 4.1, 1.0)),
         (("es", "memory"), (false, 20.7, -1.7)),
         (("es", "purchase_intent"), (false, 35.5, -2.4)),
-        (("es", "manipulation"), (false, 36.8, 14.4)),
+        (("es", "manipulation"), (false, 32.8, 3.4)),
         (("fr", "attention"), (true, 4.5, -0.0)),
         (("fr", "memory"), (false, 33.3, -3.4)),
         (("fr", "purchase_intent"), (false, 56.0, -11.6)),
-        (("fr", "manipulation"), (false, 48.5, 22.2)),
+        (("fr", "manipulation"), (false, 73.7, 28.1)),
         (("de", "attention"), (true, 4.8, 0.8)),
         (("de", "memory"), (false, 38.5, -12.5)),
         (("de", "purchase_intent"), (false, 63.6, -17.2)),
-        (("de", "manipulation"), (false, 50.2, 12.3)),
+        (("de", "manipulation"), (false, 58.2, -0.0)),
         (("it", "attention"), (true, 4.9, 1.5)),
         (("it", "memory"), (false, 28.1, -7.2)),
         (("it", "purchase_intent"), (false, 47.5, -8.3)),
-        (("it", "manipulation"), (false, 51.7, 17.6)),
+        (("it", "manipulation"), (false, 63.5, 9.0)),
     ];
     for (cell, (passes, largest, bias)) in l1_card {
         let (p, l, _, b) = agreement[&cell];
@@ -311,31 +312,35 @@ async fn the_same_ad_reads_alike_in_five_languages() {
     }
     // L2: (language, row) -> (passes, mean difference).
     let l2_card = [
-        (("en", "M1 manipulation H > F"), (true, 30.1)),
-        (("en", "M2 manipulation H > N"), (true, 32.6)),
+        (("en", "M1 manipulation H > F"), (true, 43.2)),
+        (("en", "M2 manipulation H > N"), (true, 54.6)),
         (("en", "P1 purchase intent H > N"), (true, 56.5)),
         (("en", "P2 purchase intent F > N"), (true, 14.4)),
-        (("es", "M1 manipulation H > F"), (false, 2.8)),
-        (("es", "M2 manipulation H > N"), (true, 29.1)),
+        (("es", "M1 manipulation H > F"), (true, 22.9)),
+        (("es", "M2 manipulation H > N"), (true, 49.5)),
         (("es", "P1 purchase intent H > N"), (true, 50.4)),
         (("es", "P2 purchase intent F > N"), (true, 18.6)),
-        (("fr", "M1 manipulation H > F"), (false, -2.1)),
-        (("fr", "M2 manipulation H > N"), (false, 8.5)),
+        (("fr", "M1 manipulation H > F"), (false, -12.3)),
+        (("fr", "M2 manipulation H > N"), (false, -15.7)),
         (("fr", "P1 purchase intent H > N"), (false, 9.0)),
         (("fr", "P2 purchase intent F > N"), (false, -0.6)),
-        (("de", "M1 manipulation H > F"), (false, -9.8)),
-        (("de", "M2 manipulation H > N"), (false, 17.3)),
+        (("de", "M1 manipulation H > F"), (false, -18.5)),
+        (("de", "M2 manipulation H > N"), (true, 19.0)),
         (("de", "P1 purchase intent H > N"), (false, 14.2)),
         (("de", "P2 purchase intent F > N"), (true, 9.6)),
-        (("it", "M1 manipulation H > F"), (true, 21.6)),
-        (("it", "M2 manipulation H > N"), (true, 36.1)),
+        (("it", "M1 manipulation H > F"), (false, 10.0)),
+        (("it", "M2 manipulation H > N"), (true, 25.9)),
         (("it", "P1 purchase intent H > N"), (true, 37.0)),
         (("it", "P2 purchase intent F > N"), (true, 15.5)),
     ];
     for (cell, (passes, figure)) in l2_card {
         let (p, mean, in_order) = orderings[&cell];
-        assert_eq!(
-            p, passes,
+        // A mean within a point of its row's floor (Italian M1 on the sixth run: +10.0 as
+        // rounded, just under 10) passes or fails with the CPU's arithmetic: its verdict is not
+        // pinned, its figure is.
+        let floor = if cell.1.starts_with('M') { 10.0 } else { 5.0 };
+        assert!(
+            p == passes || (mean - floor).abs() < 1.0,
             "L2 {cell:?}: {mean:+.1}, {in_order} of 4 in order"
         );
         assert!(

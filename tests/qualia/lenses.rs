@@ -208,17 +208,23 @@ async fn lens_independence_is_measured_and_pinned() {
     // deliberation now weighs Limbic too. Memory-purchase intent is still 0.82, NOT met (the
     // cosine of their weights fell from 0.83 to 0.73, but both still read mostly Limbic, which
     // speech drives through four axes). Pinned as the card states it, with the failure.
+    // lens-standard 2.7.0 (manipulation reads the balance of pressure over deliberation, which
+    // the response's level no longer moves) brings the ratio down to 2.15, NOT met: purchase
+    // intent and manipulation now correlate 0.71 (0.20), memory and manipulation 0.56 (0.09).
+    // Pressure is the emotion profile plus the purchase-intent readout, and within a clip the
+    // balance rises where Limbic does; 2.6.0's percentile difference fell as the level rose,
+    // which pulled it away from purchase intent. Pinned as the card states it.
     assert!(
-        pr >= 2.5,
-        "participation ratio {pr:.2} no longer meets 2.5: update the model card and this test"
+        pr < 2.5,
+        "participation ratio {pr:.2} meets 2.5 again: update the model card and this test"
     );
     assert!(
-        (pr - 2.67).abs() < 0.05,
-        "participation ratio {pr:.2}: the card says 2.67; update it"
+        (pr - 2.15).abs() < 0.05,
+        "participation ratio {pr:.2}: the card says 2.15; update it"
     );
     assert!(
-        (pr_raw - 2.64).abs() < 0.1,
-        "raw-readout participation ratio {pr_raw:.2}: the card says 2.64; update it"
+        (pr_raw - 2.04).abs() < 0.1,
+        "raw-readout participation ratio {pr_raw:.2}: the card says 2.04; update it"
     );
     println!(
         "memory vs purchase intent, pooled within clip: {:.3}",
@@ -236,8 +242,8 @@ async fn lens_independence_is_measured_and_pinned() {
         }
     }
     assert!(
-        (corr[1][2] - 0.82).abs() < 0.03 && (corr[2][3] - 0.20).abs() < 0.03,
-        "memory vs purchase intent pooled {:.2}, purchase intent vs manipulation {:.2}: the card says 0.82 and 0.20; update it",
+        (corr[1][2] - 0.82).abs() < 0.03 && (corr[2][3] - 0.71).abs() < 0.03,
+        "memory vs purchase intent pooled {:.2}, purchase intent vs manipulation {:.2}: the card says 0.82 and 0.71; update it",
         corr[1][2],
         corr[2][3]
     );

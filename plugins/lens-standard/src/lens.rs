@@ -596,7 +596,7 @@ mod tests {
     #[test]
     fn lenses_read_their_profile_networks() {
         // attention reads the sensory and orienting networks only; memory and purchase intent
-        // read Limbic; manipulation is pressure's percentile over deliberation's.
+        // read Limbic; manipulation is the balance of pressure over deliberation.
         let w = |i: usize| LENSES[i].readout.weights().expect("a weighted lens");
         assert!(w(0)[4] == 0.0 && w(0)[5] == 0.0 && w(0)[6] == 0.0 && w(0)[0] > 0.0);
         assert!(w(1)[4] > 0.0 && w(2)[4] > 0.0 && w(2)[5] > 0.0);

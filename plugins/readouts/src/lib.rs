@@ -19,15 +19,35 @@ use calibration::Calibration;
 /// drives stay far below it, and any real input moves a network far above it.
 pub const AT_REST: f64 = 1e-6;
 
+/// `(u − v) / (|u| + |v|)`: which of two terms on one scale leads, as a share of their joint
+/// size; 0 when both are at rest ([`Form::Contrast`]).
+#[must_use]
+pub fn balance(u: f64, v: f64) -> f64 {
+    let s = u.abs() + v.abs();
+    if s < AT_REST { 0.0 } else { (u - v) / s }
+}
+
 /// How a readout is computed from one second's networks.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Form {
     /// The weighted sum of the networks (z units), a weight per network (order: Visual,
     /// Somatomotor, Dorsal Attention, Ventral Attention, Limbic, Frontoparietal, Default Mode).
     Weighted([f64; 7]),
-    /// How far the first readout's corpus percentile lies above the second's, in percentile
-    /// points (−100 … 100). Each term is read on its own rarity scale, so the comparison does not
-    /// depend on how widely either term's networks vary in z units.
+    /// Which of two readouts leads, and by how much of their joint size: with each term over its
+    /// corpus spread (`u = a / spread_a`, `v = b / spread_b`), `(u − v) / (|u| + |v|)`, from −1
+    /// (only the second) through 0 (balanced, or both at rest) to 1 (only the first).
+    ///
+    /// The spreads put both terms on one scale, so neither wins by its networks varying more in z
+    /// units; the ratio does not change when both terms scale together, so a weaker or decaying
+    /// response (fewer words heard, the end of a clip) reads the same balance. Up to
+    /// lens-standard 2.6.0 this was the difference of the terms' corpus percentiles, which both
+    /// terms' common level moved: within a clip, that manipulation rose as the level fell
+    /// (pooled r −0.52, model card, "Manipulation follows the response's level").
+    ///
+    /// Where both terms are positive, this is `tan(φ − 45°)` with `φ = atan2(u, v)`, a monotone
+    /// function of the angle of the exploratory run (model card), and the lens scores on corpus percentiles, so it ranks seconds exactly as
+    /// the angle of the exploratory run did; unlike an angle it stays continuous where a term
+    /// falls below rest (the HRF's undershoot), with no wrap-around.
     Contrast(&'static Readout, &'static Readout),
 }
 
@@ -40,44 +60,53 @@ pub struct Readout {
 
 impl Readout {
     /// The raw value of one second: the weighted sum of its networks (z units), or for a
-    /// [`Form::Contrast`] the difference of its terms' percentiles on the embedded calibration.
+    /// [`Form::Contrast`] its balance, with the terms' spreads from the embedded calibration.
     ///
     /// # Panics
     /// A contrast's term has no valid line in the embedded table (a build error, caught by the
     /// unit tests).
     #[must_use]
     pub fn raw(&self, row: &[f32; 7]) -> f64 {
-        self.raw_with(row, &|term: &Readout, raw: f64| {
-            term.embedded_percentile(raw)
-        })
+        self.raw_with(row, &|term: &Readout| term.embedded_scale().1)
     }
 
-    /// [`Readout::raw`] with the terms' percentiles from `percentile` (the calibration tool
-    /// reads a contrast on the calibrations it has just built, not on the embedded ones).
+    /// [`Readout::raw`] with the terms' corpus spreads from `spread` (the calibration tool reads
+    /// a contrast on the spreads it has just built, not on the embedded ones).
     #[must_use]
-    pub fn raw_with(&self, row: &[f32; 7], percentile: &dyn Fn(&Readout, f64) -> f64) -> f64 {
+    pub fn raw_with(&self, row: &[f32; 7], spread: &dyn Fn(&Readout) -> f64) -> f64 {
         match self.form {
             Form::Weighted(w) => (0..7).map(|i| w[i] * f64::from(row[i])).sum(),
             Form::Contrast(a, b) => {
-                percentile(a, a.raw_with(row, percentile))
-                    - percentile(b, b.raw_with(row, percentile))
+                let u = a.raw_with(row, spread) / spread(a);
+                let v = b.raw_with(row, spread) / spread(b);
+                balance(u, v)
             }
         }
     }
 
     /// How much this readout moves per z unit of each network at this second: the weights of a
-    /// weighted readout; for a contrast, each term's weights times the local slope of its
-    /// percentile scale (percentile points per raw unit), the first term's counted up and the
-    /// second's down.
+    /// weighted readout; for a contrast, the gradient of its balance (each term's weights over
+    /// its spread, times the balance's slope in that term).
+    ///
+    /// A contrast does not change when every network scales together, so its parts
+    /// ([`Readout::parts`]) sum to 0: the first term's networks push it up and the second's down,
+    /// and a reason names whichever pushed hardest.
     #[must_use]
     pub fn effect(&self, row: &[f32; 7]) -> [f64; 7] {
         match self.form {
             Form::Weighted(w) => w,
             Form::Contrast(a, b) => {
+                let (sa, sb) = (a.embedded_scale().1, b.embedded_scale().1);
+                let (u, v) = (a.raw(row) / sa, b.raw(row) / sb);
+                let s = u.abs() + v.abs();
+                if s < AT_REST {
+                    return [0.0; 7];
+                }
+                // d/du and d/dv of (u − v) / (|u| + |v|).
+                let du = (s - (u - v) * u.signum()) / (s * s);
+                let dv = (-s - (u - v) * v.signum()) / (s * s);
                 let (ea, eb) = (a.effect(row), b.effect(row));
-                let sa = a.embedded_slope(a.raw(row));
-                let sb = b.embedded_slope(b.raw(row));
-                core::array::from_fn(|i| ea[i] * sa - eb[i] * sb)
+                core::array::from_fn(|i| du * ea[i] / sa + dv * eb[i] / sb)
             }
         }
     }
@@ -129,22 +158,7 @@ impl Readout {
             .unwrap_or_else(|| panic!("no calibration for {}", self.name))
     }
 
-    /// The percentile of `raw` on this readout's embedded calibration, without copying it.
-    fn embedded_percentile(&self, raw: f64) -> f64 {
-        let (knots, spread) = self.embedded_scale();
-        calibration::percentile_in(knots, spread, raw)
-    }
-
-    /// The slope of the embedded percentile scale at `raw` (points per raw unit): a central
-    /// difference over a ten-thousandth of the readout's corpus spread.
-    fn embedded_slope(&self, raw: f64) -> f64 {
-        let (knots, spread) = self.embedded_scale();
-        let h = spread * 1e-4;
-        (calibration::percentile_in(knots, spread, raw + h)
-            - calibration::percentile_in(knots, spread, raw - h))
-            / (2.0 * h)
-    }
-
+    /// This readout's embedded calibration points and spread, without copying them.
     fn embedded_scale(&self) -> (&'static [(f64, f64)], f64) {
         calibration::embedded_scale(self.name)
             .unwrap_or_else(|| panic!("no calibration for {}", self.name))
@@ -192,15 +206,16 @@ pub const DELIBERATION: Readout = Readout {
     form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.4332, 0.711, 0.5538]),
 };
 
-/// Persuasion pressure relative to deliberation: how far [`PRESSURE`]'s corpus percentile lies
-/// above [`DELIBERATION`]'s at the same second (percentile points), itself scored on the corpus.
+/// Persuasion pressure relative to deliberation: the balance of [`PRESSURE`] over
+/// [`DELIBERATION`], each over its corpus spread ([`Form::Contrast`]), itself scored on the
+/// corpus.
 ///
 /// Up to version 2.1 this was the weighted difference of the two profiles' network weights. A
 /// difference in z units lets whichever term's networks vary more in the corpus set the
 /// comparison, and the larger term was pressure's Limbic, which purchase intent reads too:
-/// the two lenses then moved together (pooled r 0.86 within clip). Comparing the two terms'
-/// rarities reads "relative to" on one scale for both, and is the pair the manipulation block's
-/// quadrant already uses (`wins_over`, `lowers_guard`).
+/// the two lenses then moved together (pooled r 0.86 within clip). From 2.2 to 2.6 it was the
+/// difference of the two terms' corpus percentiles, which read both on one scale but moved
+/// with their common level; since lens-standard 2.7.0 it is their balance, which does not.
 pub const MANIPULATION: Readout = Readout {
     name: "manipulation",
     form: Form::Contrast(&PRESSURE, &DELIBERATION),
@@ -255,37 +270,85 @@ mod tests {
         }
     }
 
+    /// A row with Limbic `x` and the other networks set so pressure and deliberation cross.
+    fn crossing_row(x: f64) -> [f32; 7] {
+        [
+            0.3,
+            -0.2,
+            0.1,
+            x as f32 * 0.4,
+            x as f32,
+            (1.0 - x) as f32,
+            -0.5 * x as f32,
+        ]
+    }
+
     #[test]
-    fn manipulation_is_the_pressure_percentile_above_the_deliberation_percentile() {
-        let (p, d) = (PRESSURE.calibration(), DELIBERATION.calibration());
+    fn manipulation_is_the_balance_of_pressure_over_deliberation_each_over_its_spread() {
+        let (sp, sd) = (
+            PRESSURE.calibration().spread,
+            DELIBERATION.calibration().spread,
+        );
         let mut seen_both_ways = [false; 2];
         for i in 0..200 {
-            let x = f64::from(i) / 40.0 - 2.0;
-            let row = [
-                0.3,
-                -0.2,
-                0.1,
-                x as f32 * 0.4,
-                x as f32,
-                (1.0 - x) as f32,
-                -0.5 * x as f32,
-            ];
-            let expected = p.percentile(PRESSURE.raw(&row)) - d.percentile(DELIBERATION.raw(&row));
-            assert!((MANIPULATION.raw(&row) - expected).abs() < 1e-12, "{x}");
+            let row = crossing_row(f64::from(i) / 40.0 - 2.0);
+            let (u, v) = (PRESSURE.raw(&row) / sp, DELIBERATION.raw(&row) / sd);
+            let expected = (u - v) / (u.abs() + v.abs());
+            assert!((MANIPULATION.raw(&row) - expected).abs() < 1e-12, "{row:?}");
+            assert!(expected.abs() <= 1.0);
             seen_both_ways[usize::from(expected > 0.0)] = true;
         }
         assert!(seen_both_ways[0] && seen_both_ways[1]);
-        // More Limbic raises pressure's raw value more than deliberation's. Since qualia 2.11.0
-        // both terms weigh Limbic (the decision-making profile's orbitofrontal valuation foci
-        // reach Limbic on the cortical surface), so on the percentile scale more Limbic lowers
-        // manipulation wherever deliberation's corpus scale is the steeper of the two; up to
-        // 2.9.0 it never could. What that does on real clips is the known-groups battery's.
+        assert_eq!(MANIPULATION.raw(&[0.0; 7]), 0.0, "at rest it is balanced");
+        assert!(MANIPULATION.weights().is_none());
+        // More Limbic raises pressure's raw value more than deliberation's (both weigh it since
+        // qualia 2.11.0). What that does on real clips is the known-groups battery's.
         let (w_p, w_d) = (
             PRESSURE.weights().expect("weighted"),
             DELIBERATION.weights().expect("weighted"),
         );
         assert!(w_p[4] > 2.0 * w_d[4], "{w_p:?} {w_d:?}");
-        assert!(MANIPULATION.weights().is_none());
+    }
+
+    #[test]
+    fn manipulation_does_not_move_when_the_whole_response_scales() {
+        // The artefact of lens-standard 2.6.0: a weaker or decaying response (both terms scaled
+        // by one factor) moved the percentile difference. The balance does not move.
+        for i in 0..80 {
+            let row = crossing_row(f64::from(i) / 20.0 - 2.0);
+            let m = MANIPULATION.raw(&row);
+            for k in [0.05f32, 0.3, 0.7, 1.5, 4.0] {
+                let scaled = row.map(|v| v * k);
+                assert!(
+                    (MANIPULATION.raw(&scaled) - m).abs() < 1e-6,
+                    "{row:?} × {k}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_contrasts_effect_is_the_gradient_of_its_raw_value() {
+        for i in 0..80 {
+            let row = crossing_row(f64::from(i) / 20.0 - 2.0);
+            let effect = MANIPULATION.effect(&row);
+            for n in 0..7 {
+                let h = 1e-3f32;
+                let (mut up, mut down) = (row, row);
+                up[n] += h;
+                down[n] -= h;
+                let numeric =
+                    (MANIPULATION.raw(&up) - MANIPULATION.raw(&down)) / f64::from(2.0 * h);
+                assert!(
+                    (numeric - effect[n]).abs() < 1e-3 * (1.0 + effect[n].abs()),
+                    "{row:?} network {n}: {numeric} against {}",
+                    effect[n]
+                );
+            }
+            // Scaling every network together does not move it, so its parts cancel.
+            let sum: f64 = MANIPULATION.parts(&row).iter().sum();
+            assert!(sum.abs() < 1e-9, "{row:?}: {sum}");
+        }
     }
 
     #[test]
