@@ -7,6 +7,8 @@
 //! - the Big Buck Bunny trailer (music, no speech) with the voice-activity gate, and without
 //!   it (Whisper decoding every window, as an ungated transcriber would) in the same run;
 //! - the Silero VAD alone;
+//! - the log-mel spectrogram of `jfk.wav` and of the dense minute, against candle's in the
+//!   same run (the same bits, checked there);
 //! - the temperature fallback's five sampled temperatures on one window, decoded one after
 //!   another (the baseline: the reference's order) and as the one batch the fallback now
 //!   decodes, on the 4 x JFK window (where the repetition sends the decoder through every
@@ -73,6 +75,39 @@ fn rate(label: &str, samples: usize, f: impl FnOnce() -> usize) {
     println!(
         "{label:<44} {secs:>6.1} s audio in {wall:>6.2} s: {:>6.1} audio-s/s ({lines} lines)",
         secs / wall
+    );
+}
+
+/// The log-mel spectrogram each transcription computes (its audio plus the 30 s of silence
+/// Whisper's windows append), by candle's `pcm_to_mel` (the baseline, same run) and by
+/// `brainscan_mel::log_mel`, which returns the same bits. The cost does not depend on the filter
+/// bank's values, so a bank of Whisper's shape stands in for the model file's.
+fn mel(label: &str, pcm: &[f32]) {
+    use candle_transformers::models::whisper as m;
+    let mut padded = pcm.to_vec();
+    padded.resize(pcm.len() + m::N_SAMPLES, 0.0);
+    let filters: Vec<f32> = (0..80 * 201).map(|i| (i % 97) as f32 / 97.0).collect();
+    let config: m::Config = serde_json::from_value(serde_json::json!({
+        "num_mel_bins": 80, "max_source_positions": 1500, "d_model": 384,
+        "encoder_attention_heads": 6, "encoder_layers": 4, "vocab_size": 51864,
+        "max_target_positions": 448, "decoder_attention_heads": 6, "decoder_layers": 4
+    }))
+    .expect("config");
+    let t = Instant::now();
+    let theirs = m::audio::pcm_to_mel(&config, &padded, &filters);
+    let baseline = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let ours = brainscan_mel::log_mel(&padded, &filters, 80);
+    let wall = t.elapsed().as_secs_f64();
+    let same = ours
+        .iter()
+        .zip(&theirs)
+        .all(|(a, b)| a.to_bits() == b.to_bits());
+    println!(
+        "{label:<44} log-mel {:>7.1} ms, candle's {:>7.1} ms: {:>5.1}x faster, same bits: {same}",
+        wall * 1e3,
+        baseline * 1e3,
+        baseline / wall
     );
 }
 
@@ -155,6 +190,7 @@ async fn languages(paths: &ModelPaths, speech: &Speech, whisper: &WhisperModel, 
     );
     let japanese = pcm(&media().join("japanese.wav")).await;
     let dense = dense_speech().await;
+    mel("60 s dense speech", &dense);
     for (name, audio) in [
         ("jfk.wav", jfk),
         ("japanese.wav", &japanese[..]),
@@ -326,6 +362,7 @@ async fn main() -> anyhow::Result<()> {
     let music = pcm(&dir.join("trailer_bbb.mp4")).await;
     // Warm-up (allocations, page faults).
     speech.transcribe(&jfk[..16_000 * 3])?;
+    mel("jfk.wav (11 s)", &jfk);
     rate_with_wer("jfk.wav (speech)", &speech, &jfk, JFK);
     rate_with_wer(
         "4 x jfk.wav, 45 s (two windows)",

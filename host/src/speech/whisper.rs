@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::Context as _;
 use candle_core::{Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::whisper::{self as m, Config, audio};
+use candle_transformers::models::whisper::{self as m, Config};
 use rand::SeedableRng;
 use rand::distr::Distribution;
 use tokenizers::Tokenizer;
@@ -509,7 +509,7 @@ impl WhisperModel {
         let mut padded = Vec::with_capacity(pcm.len() + m::N_SAMPLES);
         padded.extend_from_slice(pcm);
         padded.resize(pcm.len() + m::N_SAMPLES, 0.0);
-        let mel = audio::pcm_to_mel(&self.config, &padded, &self.filters);
+        let mel = brainscan_mel::log_mel(&padded, &self.filters, n_mels);
         let frames = mel.len() / n_mels;
         let content = pcm.len() / m::HOP_LENGTH;
         Ok((
