@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use futures_util::StreamExt as _;
 
 use crate::support::{
-    ATTENTION, H264, MANIPULATION, MEMORY, PURCHASE_INTENT, STILL, analyse,
+    ATTENTION, H264, MANIPULATION, MEMORY, PURCHASE_INTENT, STILL, analyse_shared,
     bootstrap_mean_interval, builtin, default_lens_means, ffmpeg, lens_series, pattern_clip,
     real_media, scored_in_order, voiced,
 };
@@ -142,7 +142,7 @@ fn clip(dir: &Path, group: Group, index: usize, presentation: Presentation) -> P
 /// per-second manipulation scores, and how many tactics the manipulation block's transcript
 /// lexicon found.
 async fn score(path: &Path) -> ([f64; 4], Vec<f64>, usize) {
-    let out = analyse(path).await;
+    let out = analyse_shared(path).await;
     let (runtime, data, series) = lens_series(&out).await;
     let block = builtin("manipulation_standard.wasm");
     let (block, _) = runtime

@@ -14,7 +14,7 @@ use futures_util::StreamExt as _;
 
 use crate::known_groups::{FACTS, HARD_SELL, NEUTRAL};
 use crate::support::{
-    DEFAULT_LENSES, MANIPULATION, PURCHASE_INTENT, analyse, bootstrap_mean_interval,
+    DEFAULT_LENSES, MANIPULATION, PURCHASE_INTENT, analyse_shared, bootstrap_mean_interval,
     default_lens_means, lens_series, scored_in_order, voiced,
 };
 
@@ -120,7 +120,7 @@ async fn score(dir: &Path, language: usize, index: usize) -> Scored {
         Some(voice),
         script(language, index),
     );
-    let out = analyse(&wav).await;
+    let out = analyse_shared(&wav).await;
     let (_, _, series) = lens_series(&out).await;
     let language = out.heard.as_ref().and_then(|h| h.language.clone());
     Scored {

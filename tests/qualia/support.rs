@@ -5,6 +5,8 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use sha2::Digest as _;
+
 use brainscan::inference::run::Listener;
 use brainscan::inference::{GpuContext, Model, Qualia, QualiaOutput};
 use brainscan::media::probe;
@@ -143,22 +145,32 @@ pub async fn analyse(path: &Path) -> QualiaOutput {
     analyse_with(&qualia(), path).await
 }
 
-/// [`analyse`] of a real clip of the reference media, computed once per test binary and
-/// shared: those files never change (`scripts/fetch-test-media` checks their sha256), and
-/// three tests read the whole reference corpus with the default model, each of which used to
-/// decode and analyse it again. A clip anywhere else is analysed afresh. Tests of determinism
-/// must call [`analyse`], which always computes.
+/// [`analyse`], computed once per test binary and shared: a real clip of the reference media
+/// by its path (those files never change: `scripts/fetch-test-media` checks their sha256; three
+/// tests read the whole reference corpus with the default model, each of which used to decode
+/// and analyse it again), a generated clip by its bytes (the known-groups battery's audio-only
+/// presentation and the language battery's English clips are the same twelve espeak-ng files,
+/// made by each test in its own folder). Tests of determinism must call [`analyse`], which
+/// always computes.
 pub async fn analyse_shared(path: &Path) -> QualiaOutput {
-    type Analyses = std::collections::HashMap<PathBuf, Arc<tokio::sync::OnceCell<QualiaOutput>>>;
-    static DONE: OnceLock<std::sync::Mutex<Analyses>> = OnceLock::new();
-    if !path.starts_with(real_media()) {
-        return analyse(path).await;
+    #[derive(PartialEq, Eq, Hash)]
+    enum Key {
+        Reference(PathBuf),
+        Content([u8; 32]),
     }
+    type Analyses = std::collections::HashMap<Key, Arc<tokio::sync::OnceCell<QualiaOutput>>>;
+    static DONE: OnceLock<std::sync::Mutex<Analyses>> = OnceLock::new();
+    let key = if path.starts_with(real_media()) {
+        Key::Reference(path.to_path_buf())
+    } else {
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        Key::Content(sha2::Sha256::digest(bytes).into())
+    };
     let cell = DONE
         .get_or_init(Default::default)
         .lock()
         .expect("shared analyses")
-        .entry(path.to_path_buf())
+        .entry(key)
         .or_default()
         .clone();
     cell.get_or_init(|| analyse(path)).await.clone()
