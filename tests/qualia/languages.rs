@@ -317,7 +317,7 @@ async fn the_same_ad_reads_alike_in_five_languages() {
         };
         assert!(
             l > low - CPU_SPREAD && l < high + CPU_SPREAD && (b - bias).abs() < CPU_SPREAD,
-            "L1 {cell:?}: largest {l:.1}, mean {b:+.1}; the model card says {largest:.1}, {bias:+.1}: update it"
+            "L1 {cell:?}: largest {l:.1}, mean {b:+.1}; the model card says {low:.1}-{high:.1}, {bias:+.1}: update it"
         );
     }
     // L2: (language, row) -> (passes, mean difference).
