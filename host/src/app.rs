@@ -217,7 +217,8 @@ impl App {
                 });
                 crate::speech::Speech::load_with(&paths, on)
             })
-            .await??;
+            .await??
+            .remembering(config.queue.transcript_memory);
             tracing::info!(model = %speech.model_id(), whisper_on = %speech.computed_on(), "speech model ready");
             Some(Arc::new(speech))
         } else {

@@ -173,6 +173,10 @@ impl MinRate {
     }
 }
 
+/// Transcripts a worker process remembers unless told otherwise (`speech::memory`): a few
+/// kilobytes each, so enough for every variant of a campaign scanned in one sitting.
+pub const DEFAULT_TRANSCRIPT_MEMORY: u64 = 64;
+
 /// The durable job queue and its in-process workers.
 #[derive(Debug, Clone, Args)]
 pub struct QueueConfig {
@@ -192,6 +196,12 @@ pub struct QueueConfig {
     /// Milliseconds an idle worker waits before polling for work again.
     #[arg(long, env = "BRAINSCAN_POLL_MS", default_value_t = 500)]
     pub poll_ms: u64,
+
+    /// Transcripts this process's workers remember by the audio they were heard from (least
+    /// recently used out; 0 remembers none): a track scanned again, such as one voice-over
+    /// under several cuts of an ad, is not transcribed again.
+    #[arg(long, env = "BRAINSCAN_TRANSCRIPT_MEMORY", default_value_t = DEFAULT_TRANSCRIPT_MEMORY)]
+    pub transcript_memory: u64,
 
     /// Attempts a scan job gets (transient failures and crashed workers) before `error`.
     #[arg(long, env = "BRAINSCAN_SCAN_MAX_ATTEMPTS", default_value_t = 3)]

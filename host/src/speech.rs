@@ -23,6 +23,7 @@
 
 pub mod ct2;
 pub mod decoder;
+pub mod memory;
 pub mod script;
 pub mod subtitles;
 pub mod text_language;
@@ -112,6 +113,8 @@ pub struct Speech {
     /// Identifies the language, and transcribes every language but English.
     multilingual: whisper::WhisperModel,
     vad: vad::SileroVad,
+    /// The last transcripts made, by the audio they were made from ([`memory`]).
+    memory: memory::Memory,
 }
 
 /// The language a clip's speech was heard in, for provenance and for what may read its words.
@@ -189,7 +192,36 @@ impl Speech {
             vad: vad::SileroVad::load(&paths.vad).map_err(|e| {
                 anyhow::anyhow!("{}: {e} (run scripts/fetch-models)", paths.vad.display())
             })?,
+            memory: memory::Memory::new(memory::DEFAULT_ENTRIES),
         })
+    }
+
+    /// These models remembering at most `entries` transcripts by their audio (0: none), for
+    /// [`hear`] to reuse ([`memory`]).
+    #[must_use]
+    pub fn remembering(mut self, entries: u64) -> Self {
+        self.memory = memory::Memory::new(entries);
+        self
+    }
+
+    /// How many scans reused a remembered transcript ([`memory::Memory::reused`]).
+    #[must_use]
+    pub fn transcripts_reused(&self) -> u64 {
+        self.memory.reused()
+    }
+
+    /// [`Speech::transcribe_scored`], remembered by the audio and regions it reads: a track
+    /// heard before (another cut of the same ad) is not transcribed again.
+    ///
+    /// # Errors
+    /// Tensor errors.
+    pub fn transcribe_remembered(
+        &self,
+        pcm: &[f32],
+        regions: &[vad::Region],
+    ) -> anyhow::Result<memory::Transcript> {
+        self.memory
+            .recall_or(pcm, regions, || self.transcribe_scored(pcm, regions))
     }
 
     /// Where Whisper runs: the adapter's name, or `cpu`.
@@ -570,8 +602,10 @@ pub async fn hear(
             }
             None => {
                 let (scored, language) = speech
-                    .transcribe_scored(&pcm, &regions)
-                    .map_err(|e| format!("transcription: {e:#}"))?;
+                    .transcribe_remembered(&pcm, &regions)
+                    .map_err(|e| format!("transcription: {e:#}"))?
+                    .as_ref()
+                    .clone();
                 let source = speech.provenance(language.as_ref());
                 (scored, source, language)
             }

@@ -4,7 +4,8 @@ use brainscan::inference::QualiaError;
 use brainscan::media::probe::ProbeInfo;
 
 use crate::support::{
-    DORSAL, SOMATOMOTOR, analyse, analyse_with, ffmpeg, mean, qualia, qualia_v1, real_media, series,
+    DORSAL, NARRATION, SOMATOMOTOR, analyse, analyse_with, encode, ffmpeg, listener_remembering,
+    mean, over_still, qualia, qualia_forgetful, qualia_v1, real_media, series, speech,
 };
 
 fn assert_finite(what: &str, out: &brainscan::inference::QualiaOutput) {
@@ -377,8 +378,10 @@ async fn a_180_second_clip_is_analysed_and_longer_ones_are_refused() {
 #[tokio::test]
 async fn same_input_gives_the_same_bits() {
     let clip = real_media().join("bigbuckbunny.mp4");
-    let a = analyse(&clip).await;
-    let b = analyse(&clip).await;
+    // Speech models that remember no transcript: both scans run every stage.
+    let q = qualia_forgetful();
+    let a = analyse_with(&q, &clip).await;
+    let b = analyse_with(&q, &clip).await;
     let bits = |o: &brainscan::inference::QualiaOutput| {
         o.networks
             .iter()
@@ -398,6 +401,57 @@ async fn same_input_gives_the_same_bits() {
         "level of the trailer excerpt: {}",
         a.features[9]
     );
+}
+
+/// The same voice-over under two pictures (a still card, then a moving street scene): the
+/// second scan reuses the first's transcript (`brainscan::speech::memory`), and what it reads
+/// is what a scan that heard the track afresh reads, bit for bit.
+#[tokio::test]
+async fn a_track_heard_before_is_reused_and_reads_as_heard_afresh() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let voice = speech(d, "narration.wav", NARRATION);
+    let voice = voice.to_str().expect("utf8");
+    let still = over_still(d, "still.mp4", &["-i", voice]);
+    let bikes = real_media().join("bikes.mp4");
+    let moving = encode(
+        d,
+        "moving.mp4",
+        &[
+            "-stream_loop",
+            "-1",
+            "-i",
+            bikes.to_str().expect("utf8"),
+            "-i",
+            voice,
+        ],
+    );
+    // Speech models of this test's own, so no other test's scans are in their memory.
+    let listener = listener_remembering(8);
+    let speech_models = listener.speech.clone();
+    let remembering = brainscan::inference::Qualia {
+        listener: Some(listener),
+        ..qualia()
+    };
+    let first = analyse_with(&remembering, &still).await;
+    assert_eq!(speech_models.transcripts_reused(), 0);
+    let reused = analyse_with(&remembering, &moving).await;
+    assert_eq!(
+        speech_models.transcripts_reused(),
+        1,
+        "the moving cut's track is the still cut's"
+    );
+    let afresh = analyse_with(&qualia_forgetful(), &moving).await;
+    let lines =
+        |o: &brainscan::inference::QualiaOutput| o.heard.as_ref().expect("heard").lines.clone();
+    assert!(lines(&first).len() >= 2, "{:?}", lines(&first));
+    assert_eq!(lines(&reused), lines(&first));
+    assert_eq!(lines(&reused), lines(&afresh));
+    let bits = |o: &brainscan::inference::QualiaOutput| {
+        o.features.iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+    };
+    assert_eq!(bits(&reused), bits(&afresh));
+    assert_ne!(bits(&reused), bits(&first), "the pictures differ");
 }
 
 #[tokio::test]

@@ -48,20 +48,36 @@ pub fn gpu() -> Arc<GpuContext> {
 /// The speech models v2's language features need, loaded once (`scripts/fetch-models`).
 pub fn listener() -> Arc<Listener> {
     static L: OnceLock<Arc<Listener>> = OnceLock::new();
-    L.get_or_init(|| {
-        let dir = brainscan::config::default_models_dir_from_env();
-        let paths = brainscan::speech::ModelPaths::under(&dir);
-        Arc::new(Listener::new(
-            Arc::new(
-                brainscan::speech::Speech::load(&paths)
-                    .expect("speech models (scripts/fetch-models)"),
-            ),
-            brainscan::embed::shared_english(&paths.embedder)
-                .expect("embedder (scripts/fetch-models)"),
-            &dir,
-        ))
-    })
-    .clone()
+    L.get_or_init(|| listener_remembering(transcript_memory()))
+        .clone()
+}
+
+/// Speech models and sentence models of their own, remembering at most `entries` transcripts
+/// (`brainscan::speech::memory`).
+pub fn listener_remembering(entries: u64) -> Arc<Listener> {
+    let dir = brainscan::config::default_models_dir_from_env();
+    let paths = brainscan::speech::ModelPaths::under(&dir);
+    Arc::new(Listener::new(
+        Arc::new(
+            brainscan::speech::Speech::load(&paths)
+                .expect("speech models (scripts/fetch-models)")
+                .remembering(entries),
+        ),
+        brainscan::embed::shared_english(&paths.embedder).expect("embedder (scripts/fetch-models)"),
+        &dir,
+    ))
+}
+
+/// The transcripts the shared speech models remember: `BRAINSCAN_TRANSCRIPT_MEMORY`, as the
+/// service reads it (0 to measure the suite without the memory), else the service's default.
+fn transcript_memory() -> u64 {
+    std::env::var("BRAINSCAN_TRANSCRIPT_MEMORY").map_or(
+        brainscan::speech::memory::DEFAULT_ENTRIES,
+        |v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("BRAINSCAN_TRANSCRIPT_MEMORY={v:?} is not a count"))
+        },
+    )
 }
 
 /// qualia v2 (the default model) with its speech models.
@@ -78,6 +94,17 @@ pub fn qualia() -> Qualia {
         model: Arc::new(model),
         listener: Some(listener()),
         faces,
+    }
+}
+
+/// qualia v2 with speech models of its own that remember no transcript
+/// (`Speech::remembering(0)`): every scan runs Whisper. Loaded once, for the tests that
+/// compare two computations (determinism) or a reused transcript with a fresh one.
+pub fn qualia_forgetful() -> Qualia {
+    static L: OnceLock<Arc<Listener>> = OnceLock::new();
+    Qualia {
+        listener: Some(L.get_or_init(|| listener_remembering(0)).clone()),
+        ..qualia()
     }
 }
 
@@ -150,8 +177,9 @@ pub async fn analyse(path: &Path) -> QualiaOutput {
 /// tests read the whole reference corpus with the default model, each of which used to decode
 /// and analyse it again), a generated clip by its bytes (the known-groups battery's audio-only
 /// presentation and the language battery's English clips are the same twelve espeak-ng files,
-/// made by each test in its own folder). Tests of determinism must call [`analyse`], which
-/// always computes.
+/// made by each test in its own folder). Tests of determinism must use [`qualia_forgetful`]:
+/// [`analyse`] always computes the picture and sound, but the speech models remember the
+/// transcripts of tracks they heard before (`brainscan::speech::memory`).
 pub async fn analyse_shared(path: &Path) -> QualiaOutput {
     #[derive(PartialEq, Eq, Hash)]
     enum Key {
