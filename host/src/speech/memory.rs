@@ -84,18 +84,12 @@ impl Memory {
 }
 
 /// SHA-256 of the samples' bits and of the regions' bounds, each length-prefixed so no two
-/// different inputs share a byte stream.
+/// different inputs share a byte stream. The samples are hashed in this machine's byte order:
+/// a key never leaves the process that made it.
 fn content_key(pcm: &[f32], regions: &[vad::Region]) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update((pcm.len() as u64).to_le_bytes());
-    // 4 KiB at a time: hashing slice by slice costs a call per sample.
-    let mut block = [0u8; 4096];
-    for chunk in pcm.chunks(block.len() / 4) {
-        for (bytes, s) in block.chunks_exact_mut(4).zip(chunk) {
-            bytes.copy_from_slice(&s.to_bits().to_le_bytes());
-        }
-        h.update(&block[..chunk.len() * 4]);
-    }
+    h.update(bytemuck::cast_slice::<f32, u8>(pcm));
     h.update((regions.len() as u64).to_le_bytes());
     for r in regions {
         h.update(r.start.to_bits().to_le_bytes());
