@@ -7,10 +7,11 @@
 //!   issue's two requirements (participation ratio >= 2.5, no pair above |r| 0.8, pooled within
 //!   clip) were met on qualia 2.8.0's corpus (2.54, 0.79) and NOT on 2.9.0's corpus of real
 //!   content (2.36; memory-purchase intent 0.82). On 2.11.0 (foci assigned on the cortical
-//!   surface) the participation ratio is met (2.67) and memory-purchase intent is still 0.82,
-//!   every other pair under 0.5. Both are pinned at their measured values, failure included, so
-//!   the card cannot go stale. Not met in single clips either: a clip with one drive moves any
-//!   two readouts of it together.
+//!   surface) the participation ratio is met (2.67) and memory-purchase intent is still 0.82.
+//!   With lens-standard 2.8.0 (purchase intent: wanting beyond feeling) every pair is under 0.8
+//!   (memory-purchase intent 0.44) and the participation ratio is 2.49, not met by 0.01. Both
+//!   are pinned at their measured values, failure included, so the card cannot go stale. Not
+//!   met in single clips either: a clip with one drive moves any two readouts of it together.
 
 use std::path::{Path, PathBuf};
 
@@ -40,14 +41,19 @@ fn sum(a: [f64; 7], b: [f64; 7]) -> [f64; 7] {
 #[test]
 fn lens_weights_are_the_committed_profiles() {
     let t = ProfileTable::load(&ProfileTable::committed_path()).expect("committed table");
-    // Purchase intent reads the reward profile without its Ventral Attention cell, which in the
-    // model carries salience, not valuation (plugins/readouts, PURCHASE_INTENT).
+    // The reward profile without its Ventral Attention cell, which in the model carries
+    // salience, not valuation (plugins/readouts, PURCHASE_INTENT).
     let reward = {
         let mut r = profile(&t, "reward");
         r[3] = 0.0;
         unit(r)
     };
-    let pressure = unit(sum(profile(&t, "emotion"), reward));
+    let emotion = profile(&t, "emotion");
+    // Purchase intent reads what of it the emotion profile does not predict (lens-standard
+    // 2.8.0): the reward vector minus its projection on the emotion vector, at unit length.
+    let along: f64 = reward.iter().zip(&emotion).map(|(r, e)| r * e).sum();
+    let wanting = unit(std::array::from_fn(|n| reward[n] - along * emotion[n]));
+    let pressure = unit(sum(emotion, reward));
     let deliberation = profile(&t, "decision_making");
     let expected: [(&str, [f64; 7]); 5] = [
         (
@@ -58,7 +64,7 @@ fn lens_weights_are_the_committed_profiles() {
             )),
         ),
         ("memory", profile(&t, "memory")),
-        ("purchase_intent", reward),
+        ("purchase_intent", wanting),
         ("pressure", pressure),
         ("deliberation", deliberation),
     ];
@@ -204,54 +210,46 @@ async fn lens_independence_is_measured_and_pinned() {
     // 1.95 (five corpus clips), 2.7.0 2.51 (nine); lens-standard 2.2.0 on 2.7.0 2.64, 2.3.0
     // 2.61, 2.4.0 on 2.8.0 2.54 (met, on a corpus 57 % hold music); 2.5.0 on 2.9.0's corpus of
     // real content 2.36 (not met), memory-purchase intent 0.82. On 2.11.0 (lens-standard 2.6.0)
-    // the ratio is met again, 2.67: purchase intent and manipulation fell from 0.51 to 0.20, as
-    // deliberation now weighs Limbic too. Memory-purchase intent is still 0.82, NOT met (the
-    // cosine of their weights fell from 0.83 to 0.73, but both still read mostly Limbic, which
-    // speech drives through four axes). Pinned as the card states it, with the failure.
-    // lens-standard 2.7.0 (manipulation reads the balance of pressure over deliberation, which
-    // the response's level no longer moves) brings the ratio down to 2.15, NOT met: purchase
-    // intent and manipulation now correlate 0.71 (0.20), memory and manipulation 0.56 (0.09).
-    // Pressure is the emotion profile plus the purchase-intent readout, and within a clip the
-    // balance rises where Limbic does; 2.6.0's percentile difference fell as the level rose,
-    // which pulled it away from purchase intent. Pinned as the card states it.
+    // 2.67, memory-purchase intent still 0.82; lens-standard 2.7.0 (manipulation reads a
+    // balance) 2.15, purchase intent-manipulation 0.71. lens-standard 2.8.0 (purchase intent
+    // reads the reward profile's part that the emotion profile does not predict): memory-
+    // purchase intent falls to 0.44, so for the first time on real content every pair is under
+    // 0.8 (asserted); the participation ratio is 2.49, 0.01 short of 2.5 and NOT met. The
+    // remaining coupling is manipulation's: pressure keeps the reward profile, so purchase
+    // intent-manipulation is 0.69 and memory-manipulation 0.56. The figure is pinned, not its
+    // verdict, which is within the arithmetic's spread across CPUs of the threshold (as the
+    // language battery does for verdicts within two points of a floor).
     assert!(
-        pr < 2.5,
-        "participation ratio {pr:.2} meets 2.5 again: update the model card and this test"
+        (pr - 2.49).abs() < 0.05,
+        "participation ratio {pr:.2}: the card says 2.49; update it"
     );
     assert!(
-        (pr - 2.15).abs() < 0.05,
-        "participation ratio {pr:.2}: the card says 2.15; update it"
-    );
-    assert!(
-        (pr_raw - 2.04).abs() < 0.1,
-        "raw-readout participation ratio {pr_raw:.2}: the card says 2.04; update it"
+        (pr_raw - 2.12).abs() < 0.1,
+        "raw-readout participation ratio {pr_raw:.2}: the card says 2.12; update it"
     );
     println!(
         "memory vs purchase intent, pooled within clip: {:.3}",
         corr[1][2]
     );
-    // Every pair but memory-purchase intent is under 0.8.
     for (a, row) in corr.iter().enumerate() {
         for (b, r) in row.iter().enumerate().skip(a + 1) {
-            if (a, b) != (1, 2) {
-                assert!(
-                    r.abs() < 0.8,
-                    "lenses {a} and {b} correlate {r:.2} pooled within clip (requirement < 0.8)"
-                );
-            }
+            assert!(
+                r.abs() < 0.8,
+                "lenses {a} and {b} correlate {r:.2} pooled within clip (requirement < 0.8)"
+            );
         }
     }
     assert!(
-        (corr[1][2] - 0.82).abs() < 0.03 && (corr[2][3] - 0.71).abs() < 0.03,
-        "memory vs purchase intent pooled {:.2}, purchase intent vs manipulation {:.2}: the card says 0.82 and 0.71; update it",
+        (corr[1][2] - 0.44).abs() < 0.03 && (corr[2][3] - 0.69).abs() < 0.03,
+        "memory vs purchase intent pooled {:.2}, purchase intent vs manipulation {:.2}: the card says 0.44 and 0.69; update it",
         corr[1][2],
         corr[2][3]
     );
     // What no weights can fix in single clips, pinned as the model card states it (README "Lens
     // independence"): a clip with one drive moves any two readouts of it together.
     assert!(
-        (worst[1][2] - 1.00).abs() < 0.03 && (worst[0][1] - 0.99).abs() < 0.03,
-        "memory vs purchase intent {:.2}, memory vs attention {:.2}: the card says 1.00 and 0.99; update it",
+        (worst[1][2] - 0.99).abs() < 0.03 && (worst[0][1] - 0.99).abs() < 0.03,
+        "memory vs purchase intent {:.2}, memory vs attention {:.2}: the card says 0.99 and 0.99; update it",
         worst[1][2],
         worst[0][1]
     );

@@ -57,7 +57,10 @@ mod tests {
     /// Each built-in's crate folder under `plugins/`, and the shared folders it is built from.
     const BUILTINS: &[(&str, &[&str])] = &[
         ("lens-standard", &["plugins/sdk", "plugins/readouts", "wit"]),
-        ("moments-standard", &["plugins/sdk", "wit"]),
+        (
+            "moments-standard",
+            &["plugins/sdk", "plugins/readouts", "wit"],
+        ),
         (
             "manipulation-standard",
             &["plugins/sdk", "plugins/readouts", "wit"],

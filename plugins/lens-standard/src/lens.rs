@@ -596,10 +596,12 @@ mod tests {
     #[test]
     fn lenses_read_their_profile_networks() {
         // attention reads the sensory and orienting networks only; memory and purchase intent
-        // read Limbic; manipulation is the balance of pressure over deliberation.
+        // read Limbic, and purchase intent counts Default Mode, where the emotion profile
+        // differs from the reward profile, as feeling (lens-standard 2.8.0); manipulation is the
+        // balance of pressure over deliberation.
         let w = |i: usize| LENSES[i].readout.weights().expect("a weighted lens");
         assert!(w(0)[4] == 0.0 && w(0)[5] == 0.0 && w(0)[6] == 0.0 && w(0)[0] > 0.0);
-        assert!(w(1)[4] > 0.0 && w(2)[4] > 0.0 && w(2)[5] > 0.0);
+        assert!(w(1)[4] > 0.0 && w(2)[4] > 0.0 && w(2)[5] > 0.0 && w(2)[6] < 0.0);
         assert_eq!(
             LENSES[3].readout.form,
             brainscan_readouts::Form::Contrast(

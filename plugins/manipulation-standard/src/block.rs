@@ -662,15 +662,7 @@ mod tests {
             duration_sec: rows.len() as f64,
             networks: rows
                 .iter()
-                .map(|r| NetworkSecond {
-                    visual: r[0],
-                    somatomotor: r[1],
-                    dorsal_attention: r[2],
-                    ventral_attention: r[3],
-                    limbic: r[4],
-                    frontoparietal: r[5],
-                    default_mode: r[6],
-                })
+                .map(|r| NetworkSecond::from_values(*r))
                 .collect(),
             modalities: Modalities {
                 video: true,

@@ -1,6 +1,6 @@
 //! Buy moments: windows where predicted purchase intent stays above the clip's own average.
 //!
-//! The basis is the `purchase_intent` lens series itself (the `reward` profile readout), so buy
+//! The basis is the `purchase_intent` lens series itself (the valuation readout), so buy
 //! moments always agree with the scores the client sees; when that lens was not scored there
 //! is nothing to read and the answer is `None` (the API's `null`).
 //!
@@ -12,22 +12,36 @@
 //! - Windows are ranked by peak excess over the mean; at most [`MAX_WINDOWS`] are returned,
 //!   strongest first. `strength_pct` = 100 · excess / the strongest window's excess.
 //! - `trigger` lists the drivers that flagged the peak second, against the clip's own mean of
-//!   each network: **reward** (limbic above its mean), **personal relevance** (default mode
-//!   above its mean), **drop in skepticism** (frontoparietal or ventral attention below its
-//!   mean). Since lens-standard 2.0.0 the list can be empty: the valuation readout can also rise on
-//!   ventral attention and frontoparietal activity, which no trigger names. Up to qualia 2.7.0
-//!   ventral attention had no input and was 0 everywhere, never above its mean, so every peak
-//!   read "drop in skepticism"; since 2.8.0 it follows abrupt events (the `salience` profile)
-//!   and the trigger fires only where the alarm or deliberation is below the clip's own level.
+//!   each network, and only those that pushed the purchase-intent readout up there (the sign of
+//!   the readout's weight on the network, `brainscan_readouts::PURCHASE_INTENT`), so the
+//!   insight never says a driver lifted buying intent when the lens counts it the other way:
+//!   **reward** (Limbic above its mean), **personal relevance** (Default Mode above its mean,
+//!   where the readout weighs Default Mode up), **drop in skepticism** (the alarm, Ventral
+//!   Attention, below its mean, or Frontoparietal below its mean where the readout weighs
+//!   Frontoparietal down). Since lens-standard 2.8.0 purchase intent counts Default Mode as
+//!   feeling rather than wanting and Frontoparietal as valuation, so personal relevance and a
+//!   Frontoparietal drop no longer flag a buy peak; up to 2.7.0 a peak with Default Mode above
+//!   its mean read "the viewer … sees it as theirs". The list can be empty: the readout also
+//!   rises on Frontoparietal activity, which no trigger names. Up to qualia 2.7.0 ventral
+//!   attention had no input and was 0 everywhere, never above its mean, so every peak read
+//!   "drop in skepticism"; since 2.8.0 it follows abrupt events (the `salience` profile) and
+//!   the trigger fires only where the alarm is below the clip's own level.
 
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use brainscan_readouts::PURCHASE_INTENT;
 use brainscan_sdk::text::{clock, line_at, ordinal};
 use brainscan_sdk::{BuyMoment, Clip, LensSeries, stats};
 
 use crate::moments::round_to;
+
+/// Network columns, in the spec's order.
+const VENTRAL_ATTENTION: usize = 3;
+const LIMBIC: usize = 4;
+const FRONTOPARIETAL: usize = 5;
+const DEFAULT_MODE: usize = 6;
 
 pub const MIN_WINDOW_SECONDS: usize = 3;
 pub const MIN_PEAK_SD: f64 = 0.5;
@@ -85,7 +99,9 @@ pub fn find(scores: &[f64]) -> Vec<Window> {
     out
 }
 
-/// The drivers that flagged second `t`, against each network's clip mean.
+/// The drivers that flagged second `t`, against each network's clip mean, each only where the
+/// purchase-intent readout's weight on its network points the way the driver moves it (module
+/// docs).
 fn triggers(clip: &Clip, t: u32) -> Vec<&'static str> {
     let column = |i: usize| -> Vec<f64> {
         clip.networks
@@ -95,14 +111,20 @@ fn triggers(clip: &Clip, t: u32) -> Vec<&'static str> {
     };
     let row = clip.networks[t as usize].values();
     let above = |i: usize| f64::from(row[i]) > stats::mean(&column(i));
+    let below = |i: usize| f64::from(row[i]) < stats::mean(&column(i));
+    let weight = PURCHASE_INTENT
+        .weights()
+        .expect("purchase intent is a weighted readout");
     let mut out = Vec::new();
-    if above(4) {
+    if weight[LIMBIC] > 0.0 && above(LIMBIC) {
         out.push("reward");
     }
-    if above(6) {
+    if weight[DEFAULT_MODE] > 0.0 && above(DEFAULT_MODE) {
         out.push("personal relevance");
     }
-    if !above(5) || !above(3) {
+    // The alarm is no term of the readout: its drop removes a brake rather than adding value.
+    // A network at its mean has not dropped (a steady alarm flagged every peak before 1.4.0).
+    if below(VENTRAL_ATTENTION) || (weight[FRONTOPARIETAL] < 0.0 && below(FRONTOPARIETAL)) {
         out.push("drop in skepticism");
     }
     out
@@ -212,6 +234,48 @@ mod tests {
                 assert!(!text.contains("reward"), "{drivers:?}: {text}");
             }
         }
+    }
+
+    /// A clip of `rows` seconds of networks.
+    fn clip_of(rows: &[[f32; 7]]) -> Clip {
+        Clip {
+            duration_sec: rows.len() as f64,
+            networks: rows
+                .iter()
+                .map(|r| brainscan_sdk::NetworkSecond::from_values(*r))
+                .collect(),
+            modalities: brainscan_sdk::Modalities {
+                video: false,
+                audio: true,
+            },
+            transcript: Vec::new(),
+        }
+    }
+
+    /// A plumbing check of the sign rule: a network is named only where the purchase-intent
+    /// readout's weight says it raised the readout. Since lens-standard 2.8.0 the readout counts
+    /// Default Mode down (feeling, not wanting) and Frontoparietal up, so neither a Default Mode
+    /// rise nor a Frontoparietal drop flags a buy peak; Limbic above its mean and the alarm below
+    /// its own still do.
+    #[test]
+    fn triggers_name_only_what_raised_the_readout() {
+        let w = PURCHASE_INTENT.weights().expect("weighted");
+        assert!(w[LIMBIC] > 0.0 && w[FRONTOPARIETAL] > 0.0 && w[DEFAULT_MODE] < 0.0);
+        // Second 1: Limbic and Default Mode above their means, Frontoparietal and the alarm
+        // below theirs.
+        let clip = clip_of(&[
+            [0.0, 0.0, 0.0, 0.4, 0.1, 0.5, 0.1],
+            [0.0, 0.0, 0.0, 0.1, 0.9, 0.1, 0.8],
+            [0.0, 0.0, 0.0, 0.4, 0.1, 0.5, 0.1],
+        ]);
+        assert_eq!(triggers(&clip, 1), ["reward", "drop in skepticism"]);
+        // Second 1: only Default Mode above its mean, the alarm steady: nothing raised it.
+        let clip = clip_of(&[
+            [0.0, 0.0, 0.0, 0.2, 0.5, 0.5, 0.1],
+            [0.0, 0.0, 0.0, 0.2, 0.5, 0.5, 0.9],
+            [0.0, 0.0, 0.0, 0.2, 0.5, 0.5, 0.1],
+        ]);
+        assert!(triggers(&clip, 1).is_empty(), "{:?}", triggers(&clip, 1));
     }
 
     #[test]

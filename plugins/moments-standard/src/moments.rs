@@ -326,18 +326,12 @@ pub(crate) mod tests {
     /// A clip whose networks step from `before` to `after` at second 1.
     fn stepping(before: [f32; 7], after: [f32; 7]) -> Clip {
         use brainscan_sdk::{Modalities, NetworkSecond};
-        let second = |r: [f32; 7]| NetworkSecond {
-            visual: r[0],
-            somatomotor: r[1],
-            dorsal_attention: r[2],
-            ventral_attention: r[3],
-            limbic: r[4],
-            frontoparietal: r[5],
-            default_mode: r[6],
-        };
         Clip {
             duration_sec: 2.0,
-            networks: alloc::vec![second(before), second(after)],
+            networks: alloc::vec![
+                NetworkSecond::from_values(before),
+                NetworkSecond::from_values(after)
+            ],
             modalities: Modalities {
                 video: true,
                 audio: true,

@@ -180,20 +180,36 @@ pub const MEMORY: Readout = Readout {
     form: Form::Weighted([0.3251, 0.0, 0.0, 0.0, 0.7541, 0.1306, 0.5556]),
 };
 
-/// Valuation and approach: the `reward` profile (Limbic, Frontoparietal) without its Ventral
-/// Attention cell.
+/// Wanting beyond feeling: the part of the `reward` profile (without its Ventral Attention cell)
+/// that the `emotion` profile does not predict, at unit length (lens-standard 2.8.0).
 ///
-/// Why without it (lens-standard 2.4.0, qualia 2.8.0): the profile's Ventral Attention foci are
-/// the anterior insula in reward anticipation, but the model's Ventral Attention carries the
-/// `salience` profile's abrupt events (cuts, onsets, loudness jumps), its only inputs. Read as
-/// valuation, every drum hit raised purchase intent: a melody over a still frame scored 68.
+/// Why the part and not the profile: at Yeo-7 the `reward` profile (Limbic .896,
+/// Frontoparietal .445) points mostly where the `emotion` profile does (cosine 0.73), so up to
+/// 2.7.0 any feeling read as buying intent: a grief story scored 72.5 against a hard sell's 84.1,
+/// and the lens moved with memory (pooled within clip r 0.82), whose profile is emotion's
+/// (cosine 0.94). The reward vector minus its projection on the emotion vector keeps what is
+/// evidence for valuation rather than affect: Limbic .447 and Frontoparietal .647 up, Default
+/// Mode −.618 down, since Default Mode is where the two profiles differ most (emotion .586,
+/// reward 0). So a second whose Limbic drive comes with Default Mode (emotional, social or
+/// narrative speech) reads as feeling, and its lower half means that, not the haemodynamic
+/// undershoot (no network is below rest since qualia 2.8.0). The test
+/// `lenses::lens_weights_are_the_committed_profiles` recomputes the weights from the table.
+///
+/// Why without the Ventral Attention cell (lens-standard 2.4.0, qualia 2.8.0): the profile's
+/// Ventral Attention foci are the anterior insula in reward anticipation, but the model's
+/// Ventral Attention carries the `salience` profile's abrupt events (cuts, onsets, loudness
+/// jumps), its only inputs. Read as valuation, every drum hit raised purchase intent: a melody
+/// over a still frame scored 68.
 pub const PURCHASE_INTENT: Readout = Readout {
     name: "purchase_intent",
-    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.8957, 0.4446, 0.0]),
+    form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.4468, 0.6465, -0.6183]),
 };
 
-/// Persuasion pressure: the `emotion` profile and the reward readout above, each at unit
-/// length, summed and rescaled (affect and valuation pulling toward the message).
+/// Persuasion pressure: the `emotion` profile and the `reward` profile without its Ventral
+/// Attention cell (the purchase-intent readout of lens-standard 2.0.0-2.7.0), each at unit
+/// length, summed and rescaled (affect and valuation pulling toward the message). Pressure is
+/// not the purchase-intent lens since 2.8.0: it is the pull of both, and only the lens asks
+/// which of the two a second's response is evidence for.
 pub const PRESSURE: Readout = Readout {
     name: "pressure",
     form: Form::Weighted([0.0, 0.0, 0.0, 0.0, 0.9183, 0.2393, 0.3152]),

@@ -134,6 +134,20 @@ impl NetworkSecond {
             self.default_mode,
         ]
     }
+
+    /// A second from seven values in [`NETWORKS`] order: the inverse of
+    /// [`NetworkSecond::values`].
+    pub fn from_values(v: [f32; 7]) -> Self {
+        Self {
+            visual: v[0],
+            somatomotor: v[1],
+            dorsal_attention: v[2],
+            ventral_attention: v[3],
+            limbic: v[4],
+            frontoparietal: v[5],
+            default_mode: v[6],
+        }
+    }
 }
 
 impl PluginError {
