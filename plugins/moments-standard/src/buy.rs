@@ -144,7 +144,7 @@ fn insight(drivers: &[&str], peak_score: f64) -> String {
             "Reward and personal relevance rise together — the viewer wants it and sees it as theirs — lifting purchase intent to {peak_score:.0} even though scrutiny stays on."
         ),
         (true, false, true) => format!(
-            "An emotional pay-off lands while counter-arguing quiets down; wanting without second-guessing takes purchase intent to {peak_score:.0}."
+            "The pay-off lands while counter-arguing quiets down; wanting without second-guessing takes purchase intent to {peak_score:.0}."
         ),
         (false, true, true) => format!(
             "The message feels personally relevant and meets little resistance; that self-connection carries purchase intent to {peak_score:.0}."

@@ -151,20 +151,7 @@ pub fn write(
 
     let pi_scored = lenses.iter().any(|s| s.lens == "purchase_intent");
     match buy.and_then(|b| b.first()) {
-        Some(b) => {
-            let quote = b
-                .quote
-                .as_deref()
-                .map(|q| format!(" on {}", crate::moments::quoted(&clip_to(q, 80))))
-                .unwrap_or_default();
-            parts.push(format!(
-                "Buying intent is strongest from {} to {}, peaking at {}{quote} ({}).",
-                clock(b.start_sec),
-                clock(b.end_sec),
-                clock(b.peak_sec),
-                b.trigger
-            ));
-        }
+        Some(b) => parts.push(strongest_buy(b)),
         None if pi_scored => parts
             .push("No stretch of buying intent rises clearly above the clip's own average.".into()),
         None => {}
@@ -201,11 +188,32 @@ pub fn write(
     parts.join(" ")
 }
 
+/// The summary's sentence on the strongest buy moment. An empty trigger (no named driver raised
+/// the readout there) gets no parentheses: up to 1.4.0 such a peak read "peaking at 0:06 ()".
+fn strongest_buy(b: &BuyMoment) -> String {
+    let quote = b
+        .quote
+        .as_deref()
+        .map(|q| format!(" on {}", crate::moments::quoted(&clip_to(q, 80))))
+        .unwrap_or_default();
+    let drivers = if b.trigger.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", b.trigger)
+    };
+    format!(
+        "Buying intent is strongest from {} to {}, peaking at {}{quote}{drivers}.",
+        clock(b.start_sec),
+        clock(b.end_sec),
+        clock(b.peak_sec),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use alloc::borrow::ToOwned;
 
-    use super::other_averages;
+    use super::{BuyMoment, other_averages, strongest_buy};
 
     #[test]
     fn the_other_lenses_averages_read_as_one_sentence_with_a_verb() {
@@ -223,6 +231,29 @@ mod tests {
         assert_eq!(
             other_averages(&[lens("a", 1.0), lens("b", 2.0), lens("c", 3.0)]).as_deref(),
             Some("Across the clip, a averages 1, b 2 and c 3.")
+        );
+    }
+
+    #[test]
+    fn the_strongest_buy_moment_names_its_drivers_only_when_it_has_some() {
+        let mut b = BuyMoment {
+            start_sec: 5,
+            end_sec: 7,
+            peak_sec: 6,
+            strength: "strongest buy moment".to_owned(),
+            strength_pct: 100.0,
+            quote: None,
+            insight: "x".to_owned(),
+            trigger: "reward".to_owned(),
+        };
+        assert_eq!(
+            strongest_buy(&b),
+            "Buying intent is strongest from 0:05 to 0:07, peaking at 0:06 (reward)."
+        );
+        b.trigger.clear();
+        assert_eq!(
+            strongest_buy(&b),
+            "Buying intent is strongest from 0:05 to 0:07, peaking at 0:06."
         );
     }
 }
