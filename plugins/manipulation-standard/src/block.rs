@@ -20,12 +20,10 @@ use brainscan_sdk::{
 
 use crate::tactics;
 
-const VENTRAL: usize = 3;
-const LIMBIC: usize = 4;
+use brainscan_sdk::{DEFAULT_MODE, FRONTOPARIETAL, LIMBIC, VENTRAL_ATTENTION as VENTRAL};
+
 /// The conversion risk, band and lens score of a clip whose manipulation is not assessable.
 pub const NEUTRAL: f64 = 50.0;
-const FRONTOPARIETAL: usize = 5;
-const DEFAULT_MODE: usize = 6;
 
 /// Quadrant axes count as "on" from this score (0-100, 50 the corpus median).
 pub const QUADRANT_ON: f64 = 55.0;

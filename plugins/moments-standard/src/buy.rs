@@ -33,15 +33,11 @@ use alloc::vec::Vec;
 
 use brainscan_readouts::PURCHASE_INTENT;
 use brainscan_sdk::text::{clock, line_at, ordinal};
-use brainscan_sdk::{BuyMoment, Clip, LensSeries, stats};
+use brainscan_sdk::{
+    BuyMoment, Clip, DEFAULT_MODE, FRONTOPARIETAL, LIMBIC, LensSeries, VENTRAL_ATTENTION, stats,
+};
 
 use crate::moments::round_to;
-
-/// Network columns, in the spec's order.
-const VENTRAL_ATTENTION: usize = 3;
-const LIMBIC: usize = 4;
-const FRONTOPARIETAL: usize = 5;
-const DEFAULT_MODE: usize = 6;
 
 pub const MIN_WINDOW_SECONDS: usize = 3;
 pub const MIN_PEAK_SD: f64 = 0.5;

@@ -109,6 +109,12 @@ pub const NETWORKS: [&str; 7] = [
     "Default Mode",
 ];
 
+/// Column indices of the networks that plugins read by name, in [`NETWORKS`] order.
+pub const VENTRAL_ATTENTION: usize = 3;
+pub const LIMBIC: usize = 4;
+pub const FRONTOPARIETAL: usize = 5;
+pub const DEFAULT_MODE: usize = 6;
+
 /// What each network stands for, in plain words, in [`NETWORKS`] order (the spec's
 /// `raw_labeled` names, spelled out for sentences).
 pub const PLAIN_NETWORKS: [&str; 7] = [
