@@ -266,13 +266,16 @@ async fn the_same_ad_reads_alike_in_five_languages() {
     );
 
     // The battery fails (the model card, "The same ad in five languages"). The cells that pass
-    // are asserted; every figure is pinned at the card's latest run (the seventh, after the
-    // plan's deviations 2 to 7: the multilingual scale equated, the language identified on
+    // are asserted; every figure is pinned at the card's latest run (the eighth, after the
+    // plan's deviations 2 to 8: the multilingual scale equated, the language identified on
     // 30 s, lines in a foreign script dropped, the foci assigned on the cortical surface,
-    // manipulation read as a balance, purchase intent read as wanting beyond feeling), so the
-    // card cannot go stale: a change that mends a cell fails here until the card says so. The
-    // seventh run (an Intel Xeon, 2026-12-02) moved only purchase intent's cells; its other
-    // cells stay pinned at the sixth run's figures (an AMD EPYC), within the spread below.
+    // manipulation read as a balance, purchase intent read as wanting beyond feeling, pressure
+    // read as feeling), so the card cannot go stale: a change that mends a cell fails here
+    // until the card says so. The
+    // seventh run (an Intel Xeon, 2026-12-02) moved only purchase intent's cells, the eighth
+    // (pressure read as the emotion profile alone, plan deviation 8; an Intel Xeon) only
+    // manipulation's; attention's and memory's cells stay pinned at the sixth run's figures
+    // (an AMD EPYC), within the spread below.
     // Within `CPU_SPREAD` points: Whisper's arithmetic in candle follows the CPU's SIMD path,
     // and one word more or less in one clip's transcript moves a 12-script mean by a point.
     // The card's figures came from an AMD EPYC; on an Intel Xeon (both AVX-512) every cell
@@ -292,19 +295,19 @@ async fn the_same_ad_reads_alike_in_five_languages() {
         (("es", "attention"), (true, 4.1, 1.0)),
         (("es", "memory"), (false, 20.7, -1.7)),
         (("es", "purchase_intent"), (false, 27.1, -0.2)),
-        (("es", "manipulation"), (false, 32.8, 3.4)),
+        (("es", "manipulation"), (false, 34.4, 5.7)),
         (("fr", "attention"), (true, 4.5, -0.0)),
         (("fr", "memory"), (false, 33.3, -3.4)),
         (("fr", "purchase_intent"), (false, 51.0, -3.9)),
-        (("fr", "manipulation"), (false, 73.7, 28.1)),
+        (("fr", "manipulation"), (false, 70.2, 36.0)),
         (("de", "attention"), (true, 4.8, 0.8)),
         (("de", "memory"), (false, 38.5, -12.5)),
         (("de", "purchase_intent"), (false, 34.0, -2.3)),
-        (("de", "manipulation"), (false, 58.2, -0.0)),
+        (("de", "manipulation"), (false, 54.6, -0.3)),
         (("it", "attention"), (true, 4.9, 1.5)),
         (("it", "memory"), (false, 28.1, -7.2)),
         (("it", "purchase_intent"), (false, 32.1, 0.9)),
-        (("it", "manipulation"), (false, 63.5, 9.0)),
+        (("it", "manipulation"), (false, 75.9, 11.4)),
     ];
     for (cell, (passes, largest, bias)) in l1_card {
         let (p, l, _, b) = agreement[&cell];
@@ -324,24 +327,24 @@ async fn the_same_ad_reads_alike_in_five_languages() {
     }
     // L2: (language, row) -> (passes, mean difference).
     let l2_card = [
-        (("en", "M1 manipulation H > F"), (true, 43.2)),
-        (("en", "M2 manipulation H > N"), (true, 54.6)),
+        (("en", "M1 manipulation H > F"), (true, 39.5)),
+        (("en", "M2 manipulation H > N"), (true, 45.7)),
         (("en", "P1 purchase intent H > N"), (true, 68.6)),
         (("en", "P2 purchase intent F > N"), (true, 32.2)),
-        (("es", "M1 manipulation H > F"), (true, 22.9)),
-        (("es", "M2 manipulation H > N"), (true, 49.5)),
+        (("es", "M1 manipulation H > F"), (true, 20.0)),
+        (("es", "M2 manipulation H > N"), (true, 43.9)),
         (("es", "P1 purchase intent H > N"), (true, 56.8)),
         (("es", "P2 purchase intent F > N"), (true, 32.9)),
-        (("fr", "M1 manipulation H > F"), (false, -12.3)),
-        (("fr", "M2 manipulation H > N"), (false, -15.7)),
+        (("fr", "M1 manipulation H > F"), (false, -13.9)),
+        (("fr", "M2 manipulation H > N"), (false, -11.6)),
         (("fr", "P1 purchase intent H > N"), (true, 13.0)),
         (("fr", "P2 purchase intent F > N"), (true, 24.9)),
-        (("de", "M1 manipulation H > F"), (false, -18.5)),
-        (("de", "M2 manipulation H > N"), (true, 19.0)),
+        (("de", "M1 manipulation H > F"), (false, -13.3)),
+        (("de", "M2 manipulation H > N"), (true, 14.8)),
         (("de", "P1 purchase intent H > N"), (true, 36.5)),
         (("de", "P2 purchase intent F > N"), (true, 33.0)),
-        (("it", "M1 manipulation H > F"), (false, 10.0)),
-        (("it", "M2 manipulation H > N"), (true, 25.9)),
+        (("it", "M1 manipulation H > F"), (true, 10.5)),
+        (("it", "M2 manipulation H > N"), (true, 16.7)),
         (("it", "P1 purchase intent H > N"), (true, 44.7)),
         (("it", "P2 purchase intent F > N"), (true, 35.5)),
     ];

@@ -22,6 +22,9 @@ pub struct LensDef {
     pub noun: &'static str,
     /// [`LensDef::noun`] inside a sentence.
     pub noun_lower: &'static str,
+    /// What each network stands for in this lens's reasons: the plain names, except where the
+    /// lens reads a network as part of another construct than the plain name says.
+    pub network_names: [&'static str; 7],
 }
 
 impl LensDef {
@@ -36,22 +39,41 @@ pub const LENSES: [LensDef; 4] = [
         readout: brainscan_readouts::ATTENTION,
         noun: "Attention",
         noun_lower: "attention",
+        network_names: PLAIN,
     },
     LensDef {
         readout: brainscan_readouts::MEMORY,
         noun: "Memory encoding",
         noun_lower: "memory encoding",
+        network_names: PLAIN,
     },
     LensDef {
         readout: brainscan_readouts::PURCHASE_INTENT,
         noun: "Buying intent",
         noun_lower: "buying intent",
+        network_names: PURCHASE_INTENT_NETWORKS,
     },
     LensDef {
         readout: brainscan_readouts::MANIPULATION,
         noun: "Persuasive pressure",
         noun_lower: "persuasive pressure",
+        network_names: PLAIN,
     },
+];
+
+/// The networks as purchase intent reads them (lens-standard 2.9.0). Its Limbic and
+/// Frontoparietal weights are the `reward` profile's valuation foci (orbitofrontal and ventral
+/// striatal value, goal-directed choice), not emotion or deliberation: up to 2.8.0 a hard sell
+/// read "Buying intent holds high at 86, carried by deliberate thinking", which says the
+/// opposite of what the lens measured.
+const PURCHASE_INTENT_NETWORKS: [&str; 7] = [
+    PLAIN[0],
+    PLAIN[1],
+    PLAIN[2],
+    PLAIN[3],
+    "valuation",
+    "weighing the offer",
+    PLAIN[6],
 ];
 
 /// A 0-100 score rounded to 0.1 so outputs are stable to read and compare.
@@ -465,7 +487,7 @@ fn reason(
     ) else {
         return undriven(def, score, parts);
     };
-    let network = PLAIN[net];
+    let network = def.network_names[net];
     let raised = effect[net] >= 0.0;
     // Is the driver a network that rose (above its mean) or one that fell?
     let moved = if net_up == raised { "rose" } else { "eased" };
@@ -609,6 +631,28 @@ mod tests {
                 &brainscan_readouts::DELIBERATION
             )
         );
+    }
+
+    #[test]
+    fn buying_intent_names_its_networks_as_valuation_not_as_emotion_or_deliberation() {
+        // A plumbing check of the names (the weights' meaning is the README's): a second led by
+        // Frontoparietal drive, then one led by Limbic drive, on the purchase-intent lens.
+        let rows = [
+            [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            [0.0, 0.0, 0.0, 0.0, 0.1, 1.5, 0.0],
+            [0.0, 0.0, 0.0, 0.0, 3.0, 0.1, 0.0],
+        ];
+        let seconds = score_lens(&LENSES[2], 2, &rows);
+        let said: Vec<&str> = seconds.iter().map(|s| s.reason.as_str()).collect();
+        assert!(said[1].contains("weighing the offer"), "{said:?}");
+        assert!(said[2].contains("valuation"), "{said:?}");
+        assert!(
+            said.iter()
+                .all(|r| !r.contains("deliberate thinking") && !r.contains("emotion")),
+            "{said:?}"
+        );
+        // Manipulation still calls Frontoparietal deliberate thinking: it is deliberation there.
+        assert_eq!(LENSES[3].network_names[5], "deliberate thinking");
     }
 
     #[test]

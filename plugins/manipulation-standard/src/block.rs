@@ -57,7 +57,7 @@ impl Scales {
 /// One second's guard-down terms, each centred on its corpus median (0 = a typical second).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Terms {
-    /// Persuasion pressure (the `emotion` + `reward` profile readout).
+    /// Persuasion pressure (the `emotion` profile readout; the spec names the term `reward`).
     pub reward: f64,
     /// Deliberation (the `decision_making` profile readout).
     pub effort: f64,
@@ -198,11 +198,11 @@ const CIRCUITS: [CircuitText; 4] = [
     CircuitText {
         key: "reward",
         label: "Reward & approval",
-        plain: "Wanting and feeling (the emotion and reward profiles: mostly the limbic network).",
-        up: "The content feels rewarding: approval and desire are up.",
-        down: "Little pay-off registers: the content does not feel rewarding.",
-        steady: "Reward signals sit at their usual level.",
-        reads: "the networks it reads (limbic, frontoparietal and default mode)",
+        plain: "Emotional pull and approval (the emotion profile: the limbic and default mode networks). Wanting the product itself is the purchase-intent lens.",
+        up: "The content stirs feeling: emotional pull and approval are up.",
+        down: "Little emotional pull registers: the content stirs less feeling than usual.",
+        steady: "Emotional pull sits at its usual level.",
+        reads: "the networks it reads (limbic and default mode)",
     },
     CircuitText {
         key: "alarm",
@@ -312,17 +312,17 @@ fn quadrant_of(lowers_guard: Option<f64>, wins_over: Option<f64>, no_guard: &str
                 (false, false) => (
                     "clean",
                     "Clean",
-                    "Neither lowers the viewer's guard nor pulls hard on reward: any persuasion has to go through scrutiny.",
+                    "Neither lowers the viewer's guard nor pulls hard on feeling: any persuasion has to go through scrutiny.",
                 ),
                 (true, false) => (
                     "coercive",
                     "Coercive",
-                    "Lowers the guard without offering much reward: pressure rather than appeal.",
+                    "Lowers the guard without much emotional pull: pressure rather than appeal.",
                 ),
                 (false, true) => (
                     "seductive",
                     "Seductive",
-                    "Wins viewers over with reward and relevance while their guard stays up.",
+                    "Wins viewers over with feeling and relevance while their guard stays up.",
                 ),
                 (true, true) => (
                     "total",
@@ -336,31 +336,31 @@ fn quadrant_of(lowers_guard: Option<f64>, wins_over: Option<f64>, no_guard: &str
             "seductive",
             "Seductive",
             format!(
-                "Whether it lowers the guard is not assessable ({no_guard}); reward and relevance run above a typical clip."
+                "Whether it lowers the guard is not assessable ({no_guard}); feeling and relevance run above a typical clip."
             ),
         ),
         (None, Some(_)) => (
             "clean",
             "Clean",
             format!(
-                "Whether it lowers the guard is not assessable ({no_guard}); reward and relevance do not run above a typical clip."
+                "Whether it lowers the guard is not assessable ({no_guard}); feeling and relevance do not run above a typical clip."
             ),
         ),
         (Some(_), None) if on(lowers_guard) => (
             "coercive",
             "Coercive",
-            "It lowers the guard; whether it wins viewers over is not assessable (nothing that reads reward or feeling responded anywhere in the clip).".into(),
+            "It lowers the guard; whether it wins viewers over is not assessable (nothing that reads feeling responded anywhere in the clip).".into(),
         ),
         (Some(_), None) => (
             "clean",
             "Clean",
-            "It does not lower the guard; whether it wins viewers over is not assessable (nothing that reads reward or feeling responded anywhere in the clip).".into(),
+            "It does not lower the guard; whether it wins viewers over is not assessable (nothing that reads feeling responded anywhere in the clip).".into(),
         ),
         (None, None) => (
             "clean",
             "Not assessable",
             format!(
-                "Not assessable on either axis ({no_guard}, and nothing that reads reward or feeling responded anywhere in the clip): both sit at the neutral 50, which is no reading."
+                "Not assessable on either axis ({no_guard}, and nothing that reads feeling responded anywhere in the clip): both sit at the neutral 50, which is no reading."
             ),
         ),
     };
@@ -384,7 +384,7 @@ pub fn threat(conversion_risk: f64, circuits: &[Circuit]) -> Threat {
             "Persuasion outruns scrutiny",
             "critical",
             "#C62828",
-            "Persuasion pressure (reward and feeling) runs far above deliberate thinking for much of the clip, much more than in a typical clip.",
+            "Persuasion pressure (emotional pull) runs far above deliberate thinking for much of the clip, much more than in a typical clip.",
         ),
         "elevated" => (
             "Strong persuasive pull",
@@ -481,18 +481,18 @@ pub fn peak_moment(clip: &Clip, terms: &[Terms]) -> Option<PeakMoment> {
         end_sec: end as u32,
         quote,
         why: format!(
-            "Guard-down exposure peaks at {} ({:+.2}): reward {:+.2}, deliberate thinking {:+.2}, gut alarm {:+.2} (against a typical second of the corpus). {}",
+            "Guard-down exposure peaks at {} ({:+.2}): emotional pull {:+.2}, deliberate thinking {:+.2}, gut alarm {:+.2} (against a typical second of the corpus). {}",
             clock(peak as u32),
             t.exposure(),
             t.reward,
             t.effort,
             t.alarm,
             if t.reward > 0.0 && t.effort < 0.0 {
-                "Reward rises while scrutiny drops — the classic opening for persuasion."
+                "Emotional pull rises while scrutiny drops — the classic opening for persuasion."
             } else if t.reward > 0.0 {
-                "Reward outweighs the checks that usually temper it."
+                "Emotional pull outweighs the checks that usually temper it."
             } else {
-                "Scrutiny and alarm fall away even without much reward."
+                "Scrutiny and alarm fall away even without much emotional pull."
             }
         ),
     })
