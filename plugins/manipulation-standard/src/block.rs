@@ -293,18 +293,33 @@ fn mechanisms_of(rows: &[[f32; 7]], weigh_alarm: bool) -> Vec<Mechanism> {
     ]
 }
 
-pub fn quadrant(rows: &[[f32; 7]], scales: &Scales) -> Quadrant {
+/// The quadrant of a clip with words. `conversion_risk` is the clip's pressure relative to
+/// deliberation (the manipulation lens's mean): a lowered guard is read as coercion only where
+/// that balance is at least elevated ([`QUADRANT_ON`]), see [`quadrant_of`].
+pub fn quadrant(rows: &[[f32; 7]], scales: &Scales, conversion_risk: f64) -> Quadrant {
     quadrant_of(
         assessed(rows, &DELIBERATION, &scales.deliberation).map(|p| round_to(100.0 - p, 1)),
         assessed(rows, &PRESSURE, &scales.pressure),
         "nothing that reads scrutiny responded",
+        conversion_risk >= QUADRANT_ON,
     )
 }
 
 /// The quadrant from its two axes, either of which may not be assessable (`None`: it then
 /// reads the neutral 50 and the text says so). `no_guard` says why the guard axis is not
 /// assessable.
-fn quadrant_of(lowers_guard: Option<f64>, wins_over: Option<f64>, no_guard: &str) -> Quadrant {
+///
+/// `pressure_outruns`: whether the clip's pressure outweighs its deliberation more than a
+/// typical clip's. A lowered guard with little emotional pull is `coercive` only then. Up to
+/// manipulation-standard 2.10.0 the guard axis alone decided it, and since the axis is scrutiny
+/// against the corpus (a lecture, poetry, speeches), calm product facts and a neutral
+/// description read "Coercive: pressure rather than appeal" with nothing pressing at all.
+fn quadrant_of(
+    lowers_guard: Option<f64>,
+    wins_over: Option<f64>,
+    no_guard: &str,
+    pressure_outruns: bool,
+) -> Quadrant {
     let on = |v: Option<f64>| v.is_some_and(|v| v >= QUADRANT_ON);
     let (key, label, how): (&str, &str, alloc::string::String) = match (lowers_guard, wins_over) {
         (Some(_), Some(_)) => {
@@ -314,10 +329,15 @@ fn quadrant_of(lowers_guard: Option<f64>, wins_over: Option<f64>, no_guard: &str
                     "Clean",
                     "Neither lowers the viewer's guard nor pulls hard on feeling: any persuasion has to go through scrutiny.",
                 ),
-                (true, false) => (
+                (true, false) if pressure_outruns => (
                     "coercive",
                     "Coercive",
                     "Lowers the guard without much emotional pull: pressure rather than appeal.",
+                ),
+                (true, false) => (
+                    "clean",
+                    "Clean",
+                    "Scrutiny runs below a typical clip's, but nothing presses: neither feeling nor pressure outweighs deliberate thinking.",
                 ),
                 (false, true) => (
                     "seductive",
@@ -346,7 +366,7 @@ fn quadrant_of(lowers_guard: Option<f64>, wins_over: Option<f64>, no_guard: &str
                 "Whether it lowers the guard is not assessable ({no_guard}); feeling and relevance do not run above a typical clip."
             ),
         ),
-        (Some(_), None) if on(lowers_guard) => (
+        (Some(_), None) if on(lowers_guard) && pressure_outruns => (
             "coercive",
             "Coercive",
             "It lowers the guard; whether it wins viewers over is not assessable (nothing that reads feeling responded anywhere in the clip).".into(),
@@ -535,6 +555,7 @@ fn not_assessable(mut m: Manipulation, rows: &[[f32; 7]], scales: &Scales) -> Ma
         None,
         assessed(rows, &PRESSURE, &scales.pressure),
         "no words to weigh",
+        false,
     );
     if let Some(c) = m.circuits.iter_mut().find(|c| c.key == "critical_thinking") {
         c.value = NEUTRAL;
@@ -622,7 +643,7 @@ fn measured(clip: &Clip) -> Manipulation {
                 open * 10.0
             ),
         },
-        quadrant: quadrant(&rows, &scales),
+        quadrant: quadrant(&rows, &scales, conversion_risk),
         circuits: circuit_readings,
         mechanisms: mechanisms(&rows),
         timeline: terms
@@ -810,11 +831,11 @@ mod tests {
     fn quadrant_corners() {
         let s = Scales::embedded();
         // Pressure up and deliberation down → total; the reverse → clean.
-        assert_eq!(quadrant(&[row(4.0, -4.0, 0.0)], &s).key, "total");
-        assert_eq!(quadrant(&[row(-4.0, 4.0, 4.0)], &s).key, "clean");
-        assert_eq!(quadrant(&[row(-4.0, -4.0, -4.0)], &s).key, "coercive");
-        assert_eq!(quadrant(&[row(6.0, 4.0, 4.0)], &s).key, "seductive");
-        let q = quadrant(&[row(1.0, -1.0, 0.0)], &s);
+        assert_eq!(quadrant(&[row(4.0, -4.0, 0.0)], &s, 80.0).key, "total");
+        assert_eq!(quadrant(&[row(-4.0, 4.0, 4.0)], &s, 20.0).key, "clean");
+        assert_eq!(quadrant(&[row(-4.0, -4.0, -4.0)], &s, 60.0).key, "coercive");
+        assert_eq!(quadrant(&[row(6.0, 4.0, 4.0)], &s, 50.0).key, "seductive");
+        let q = quadrant(&[row(1.0, -1.0, 0.0)], &s, 50.0);
         assert_eq!(
             q.wins_over,
             round_to(s.pressure.percentile(PRESSURE.raw(&row(1.0, -1.0, 0.0))), 1)
@@ -830,6 +851,30 @@ mod tests {
                     ),
                 1
             )
+        );
+    }
+
+    #[test]
+    fn a_lowered_guard_is_coercion_only_where_pressure_outruns_deliberation() {
+        // Calm facts or a neutral description: scrutiny below the corpus's (a lecture, poetry),
+        // little feeling, and a low pressure-over-deliberation balance. Nothing presses.
+        let s = Scales::embedded();
+        let quiet = [row(-4.0, -4.0, -4.0)];
+        let q = quadrant(&quiet, &s, 10.7);
+        assert!(
+            q.lowers_guard >= QUADRANT_ON && q.wins_over < QUADRANT_ON,
+            "{q:?}"
+        );
+        assert_eq!(q.key, "clean", "{q:?}");
+        assert!(q.how.contains("nothing presses"), "{}", q.how);
+        // The same axes with pressure outrunning deliberation are coercion.
+        assert_eq!(quadrant(&quiet, &s, 55.0).key, "coercive");
+        // And the block passes the clip's own conversion risk.
+        let m = measured(&clip_of(&quiet, Vec::new()));
+        assert_eq!(
+            m.quadrant.key == "coercive",
+            m.conversion_risk >= QUADRANT_ON,
+            "{m:?}"
         );
     }
 
