@@ -115,7 +115,10 @@ pub enum ModelCommand {
         corpus: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
-        #[arg(long, default_value = "2.8.0")]
+        /// The version the model folder is labelled with. Required: a default went stale (it
+        /// said 2.8.0 while the shipped model was 2.11.0), and a mislabelled model is worse
+        /// than an error.
+        #[arg(long)]
         version: String,
         /// Model format: 2 (v2 features, the default) or 1 (v1 features).
         #[arg(long, default_value_t = 2)]
