@@ -295,13 +295,13 @@ fn mechanisms_of(rows: &[[f32; 7]], weigh_alarm: bool) -> Vec<Mechanism> {
 
 /// The quadrant of a clip with words. `conversion_risk` is the clip's pressure relative to
 /// deliberation (the manipulation lens's mean): a lowered guard is read as coercion only where
-/// that balance is at least elevated ([`QUADRANT_ON`]), see [`quadrant_of`].
+/// its risk band is at least `elevated`, see [`quadrant_of`].
 pub fn quadrant(rows: &[[f32; 7]], scales: &Scales, conversion_risk: f64) -> Quadrant {
     quadrant_of(
         assessed(rows, &DELIBERATION, &scales.deliberation).map(|p| round_to(100.0 - p, 1)),
         assessed(rows, &PRESSURE, &scales.pressure),
         "nothing that reads scrutiny responded",
-        conversion_risk >= QUADRANT_ON,
+        matches!(risk_band(conversion_risk), "elevated" | "high"),
     )
 }
 
