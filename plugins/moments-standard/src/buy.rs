@@ -146,7 +146,7 @@ fn insight(drivers: &[&str], peak_score: f64) -> String {
             "The message feels personally relevant and meets little resistance; that self-connection carries purchase intent to {peak_score:.0}."
         ),
         (true, false, false) => format!(
-            "A burst of reward drives this beat: the moment feels good enough to push purchase intent to {peak_score:.0}."
+            "A burst of reward drives this beat: the offer registers as worth having, and purchase intent reaches {peak_score:.0}."
         ),
         (false, true, false) => format!(
             "Viewers connect it to themselves here; personal relevance alone lifts purchase intent to {peak_score:.0}."
@@ -228,6 +228,11 @@ mod tests {
             }
             if !drivers.contains(&"reward") {
                 assert!(!text.contains("reward"), "{drivers:?}: {text}");
+            }
+            // Reward alone is the purchase-intent readout's valuation, not a feeling (since
+            // lens-standard 2.8.0 the lens discounts feeling).
+            if drivers == ["reward"] {
+                assert!(!text.contains("feel"), "{text}");
             }
         }
     }
