@@ -371,6 +371,11 @@ fn quadrant_of(
             "Coercive",
             "It lowers the guard; whether it wins viewers over is not assessable (nothing that reads feeling responded anywhere in the clip).".into(),
         ),
+        (Some(_), None) if on(lowers_guard) => (
+            "clean",
+            "Clean",
+            "Scrutiny runs below a typical clip's, but nothing presses; whether it wins viewers over is not assessable (nothing that reads feeling responded anywhere in the clip).".into(),
+        ),
         (Some(_), None) => (
             "clean",
             "Clean",
@@ -869,6 +874,17 @@ mod tests {
         assert!(q.how.contains("nothing presses"), "{}", q.how);
         // The same axes with pressure outrunning deliberation are coercion.
         assert_eq!(quadrant(&quiet, &s, 55.0).key, "coercive");
+        // Without a feeling axis to read, a lowered guard that nothing presses is not
+        // described as a guard that holds.
+        let q = quadrant_of(Some(65.0), None, "", false);
+        assert_eq!(q.key, "clean");
+        assert!(q.how.starts_with("Scrutiny runs below"), "{}", q.how);
+        assert_eq!(quadrant_of(Some(65.0), None, "", true).key, "coercive");
+        assert!(
+            quadrant_of(Some(30.0), None, "", false)
+                .how
+                .starts_with("It does not lower the guard")
+        );
         // And the block passes the clip's own conversion risk.
         let m = measured(&clip_of(&quiet, Vec::new()));
         assert_eq!(
