@@ -356,7 +356,63 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
             "cut.mp4",
         ],
     );
-    let path = dir.path().join("cut.mp4");
+    let out = whole_chain_matches_reference(&dir.path().join("cut.mp4")).await;
+    assert!(
+        !out.picture_revised,
+        "one keyframe: the first batch saw the whole picture"
+    );
+}
+
+/// The scan finds the active picture from its one decode, and the kernels start on the
+/// keyframes seen by the end of the first batch. Here the first 11 s are black (the first
+/// batch's picture is the whole frame) and a letterboxed picture starts at 11 s with a
+/// keyframe: the kernels must run again on the bars-excluded picture, and every feature must
+/// be the reference's on the picture of a separate keyframe pass.
+#[tokio::test]
+async fn a_picture_revised_after_the_first_batch_matches_reference() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ffmpeg(
+        dir.path(),
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=320x120:r=25:d=14",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=f=440:r=48000:d=14",
+            "-vf",
+            "drawbox=t=fill:c=black:enable='lt(t,11)',pad=320:180:0:30:black",
+            "-force_key_frames",
+            "0,11",
+            "-c:v",
+            "libx264",
+            "-x264-params",
+            "keyint=1000:scenecut=0",
+            "-c:a",
+            "aac",
+            "late.mp4",
+        ],
+    );
+    let out = whole_chain_matches_reference(&dir.path().join("late.mp4")).await;
+    assert!(
+        out.picture_revised,
+        "the picture changed after the first batch"
+    );
+    let rect = out.picture.expect("video").rect;
+    assert!(
+        rect.y0 >= 14 && rect.y1 <= 76,
+        "the bars are left out: {rect:?}"
+    );
+}
+
+/// Runs every reference stage on the decoded media of `path` (video and audio, no speech)
+/// and compares the scan's features and networks with them; returns the scan.
+async fn whole_chain_matches_reference(
+    path: &std::path::Path,
+) -> brainscan::inference::QualiaOutput {
+    let path = path.to_path_buf();
     let q = qualia_unheard();
     let info = brainscan::media::probe::probe(&path, std::time::Duration::from_secs(30))
         .await
@@ -446,4 +502,10 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
     assert_close("networks", &got, &y);
     assert_eq!(out.frames, frames.len() / len - 1);
     assert_eq!(out.hops, hops);
+    assert_eq!(
+        out.picture.map(|p| p.rect),
+        Some(rect),
+        "the scan's picture"
+    );
+    out
 }

@@ -66,8 +66,10 @@ pub struct StageTimes {
     pub audio_features: Duration,
     pub pool: Duration,
     pub response: Duration,
-    /// v2, on the CPU beside the GPU stages: the loudness and active-picture pre-passes (wall,
-    /// overlapping decoding), voice activity and transcription, and the language features.
+    /// v2, on the CPU beside the GPU stages: the loudness pre-pass, and what finding the
+    /// active picture adds after the decode (joining the keyframe reader, and the second run
+    /// of the visual kernels when a later keyframe changed the picture; the keyframes
+    /// themselves come from the scan's one decode).
     pub prepass: Duration,
     pub speech: Duration,
     pub language: Duration,

@@ -125,6 +125,13 @@ fn linspace(end: f64, n: u32, i: u32) -> f64 {
 }
 
 impl MotionBank {
+    /// Frames in the temporal window at `fps`: two thirds of a second, as pymoten's default
+    /// (at least two).
+    #[must_use]
+    pub fn taps_at(fps: u32) -> usize {
+        ((f64::from(fps) * 2.0 / 3.0) as usize).max(2)
+    }
+
     /// The grid for an active picture: [`GRID_ROWS`] rows (fewer for a picture shorter than
     /// that) and as many columns as keep cells square, at most [`MAX_GRID_COLS`].
     #[must_use]
@@ -204,7 +211,7 @@ impl MotionBank {
             norms.push(norm);
             bounds.push(b);
         }
-        let taps = ((f64::from(fps) * 2.0 / 3.0) as usize).max(2);
+        let taps = Self::taps_at(fps);
         let mut temporal = Vec::with_capacity(TEMPORAL_FREQS.len() * 2 * taps);
         for &tf in &TEMPORAL_FREQS {
             let env = (TF_GAUSS_RATIO / tf).min(MAX_TEMPORAL_ENV);

@@ -4,10 +4,17 @@
 //! picture as the clip without bars; averaging the visual features over the bars would make
 //! it read as a different, emptier one (measured on the Big Buck Bunny trailer cropped to 9:16
 //! and pillarboxed: edges, motion and colourfulness fell to 0.34-0.49 of the original). v2
-//! finds the bars once per clip, before the scan, from the keyframes only (cheap: no predicted
-//! frame is decoded), in the model's own frame geometry, so the decoder's padding and baked-in
-//! bars are found the same way. Rows and columns that never rise above [`BAR_LUMA`] on any
-//! keyframe are bars, as ffmpeg's `cropdetect` decides.
+//! finds the bars once per clip from its keyframes, in the model's own frame geometry, so the
+//! decoder's padding and baked-in bars are found the same way. Rows and columns that never rise
+//! above [`BAR_LUMA`] on any keyframe are bars, as ffmpeg's `cropdetect` decides.
+//!
+//! **One decode.** The scan reads the keyframes beside its main decode, from the same ffmpeg
+//! ([`VideoFrames::open_with_keyframes`]), into a [`Watch`]. The kernels need the picture
+//! before the clip has been seen, so the first batch runs on the picture of the keyframes seen
+//! by then; when the whole clip's picture turns out different (a dark opening, a title card),
+//! the kernels are run again on the final one (`run.rs`). Either way the features are those of
+//! the whole clip's picture, as when a separate keyframe pass ran first: [`active_picture`]
+//! keeps that pass as the reference the tests compare with.
 //!
 //! The same pass reads the picture's **levels**: the spread of luma inside the active picture
 //! between its 1st and 99th percentiles over the keyframes, the clip's black and white points.
@@ -17,8 +24,10 @@
 //! where they were (measured on 24 s of the trailer at `eq=brightness=-0.25`: contrast fell to
 //! 0.77 and edges to 0.75 of the original as the dark end clipped).
 
+use std::sync::{Arc, Mutex};
+
 use super::features::Rect;
-use crate::media::decode::{DecodeError, DecodeSpec, VideoFrames};
+use crate::media::decode::{DecodeError, DecodeSpec, Keyframes, VideoFrames};
 
 /// Luma (0-1) that a bar never exceeds: ffmpeg's `cropdetect` default, 24 of 255.
 pub const BAR_LUMA: f64 = 24.0 / 255.0;
@@ -61,7 +70,8 @@ impl Picture {
 
 /// The active picture of `path` in `spec`'s frame geometry and its levels; the whole frame
 /// when nothing rises above the bar level (a black clip) or what does is smaller than the
-/// feature grid.
+/// feature grid. A decode of its own, of the keyframes only: the reference for the picture a
+/// scan finds from its one decode (see [`Watch`]).
 ///
 /// # Errors
 /// Decoding errors.
@@ -86,6 +96,65 @@ pub async fn active_picture(
         rect,
         luma_range: extent.luma_range(rect),
     })
+}
+
+/// The picture of the keyframes read so far from a scan's own decode: a blocking thread drains
+/// the keyframe pipe (it must be drained, or the decoder stalls) into an [`Extent`] that the
+/// scan looks at between batches.
+pub struct Watch {
+    extent: Arc<Mutex<Extent>>,
+    reader: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Watch {
+    /// Starts draining `keyframes`, frames of `spec`'s geometry.
+    #[must_use]
+    pub fn start(mut keyframes: Keyframes, spec: DecodeSpec) -> Self {
+        let extent = Arc::new(Mutex::new(Extent::new(
+            spec.width as usize,
+            spec.height as usize,
+        )));
+        let shared = extent.clone();
+        let reader = tokio::task::spawn_blocking(move || {
+            let mut frame = vec![0u8; keyframes.frame_len()];
+            while keyframes.next_frame(&mut frame)? {
+                shared
+                    .lock()
+                    .map_err(|_| std::io::Error::other("keyframe extent poisoned"))?
+                    .add(&frame);
+            }
+            Ok(())
+        });
+        Self { extent, reader }
+    }
+
+    /// The active picture of the keyframes seen so far (the whole frame before any).
+    #[must_use]
+    pub fn rect_so_far(&self) -> Option<Rect> {
+        self.extent.lock().ok().map(|e| e.rect())
+    }
+
+    /// The clip's picture, once the decoder has ended; `None` when the keyframes could not be
+    /// read to the end (the scan then reads the whole frame, as a failed keyframe pass did).
+    pub async fn finish(self) -> Option<Picture> {
+        match self.reader.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "the keyframe stream broke; reading the whole frame");
+                return None;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the keyframe reader failed; reading the whole frame");
+                return None;
+            }
+        }
+        let extent = self.extent.lock().ok()?;
+        let rect = extent.rect();
+        Some(Picture {
+            rect,
+            luma_range: extent.luma_range(rect),
+        })
+    }
 }
 
 /// The brightest luma seen per row and per column.

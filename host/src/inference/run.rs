@@ -1,4 +1,5 @@
-//! One clip through qualia: decode (two ffmpeg pipes, concurrently) → per-frame and per-hop
+//! One clip through qualia: decode (two ffmpeg processes, concurrently: the video, with its
+//! keyframes on a second pipe, and the audio) → per-frame and per-hop
 //! kernels in batches of ten seconds, overlapped with decoding → per-second pooling → response
 //! and readout. At most two batches of decoded media are in memory at a time.
 
@@ -83,6 +84,13 @@ pub struct QualiaOutput {
     pub frames: usize,
     pub hops: usize,
     pub stage_times: StageTimes,
+    /// The clip's active picture (video only; the whole frame for models that do not look).
+    #[serde(skip)]
+    pub picture: Option<Picture>,
+    /// The visual kernels ran twice: the keyframes after the first batch changed the picture
+    /// they read (see `picture`). The features are the same either way; this costs time.
+    #[serde(skip)]
+    pub picture_revised: bool,
     /// Voice activity and transcript, when speech was analysed (v2 with speech models).
     #[serde(skip)]
     pub heard: Option<crate::speech::Heard>,
@@ -147,6 +155,8 @@ struct Stream<T> {
     motion: Vec<f32>,
     count: usize,
     times: StageTimes,
+    /// The visual kernels ran a second time, on the whole clip's picture (see `picture`).
+    picture_revised: bool,
     extra: T,
 }
 
@@ -210,21 +220,7 @@ impl Qualia {
             if !probe.has_video {
                 return Ok(None);
             }
-            // v2 computes the visual features over the active picture only (see `picture`). A
-            // failed look at the keyframes leaves the whole frame; the stream itself then says
-            // what is wrong with the file.
-            let full = Picture::full(spec.width, spec.height);
-            let active = self.model.manifest.sampling.active_picture;
-            let picture = async move {
-                let started = Instant::now();
-                let picture = if active {
-                    picture::active_picture(path, spec).await.unwrap_or(full)
-                } else {
-                    full
-                };
-                (picture, started.elapsed())
-            };
-            self.video(path, spec, limit, progress.clone(), picture)
+            self.video(path, spec, limit, progress.clone())
                 .await
                 .map(Some)
         };
@@ -335,10 +331,12 @@ impl Qualia {
         let mut face_seconds = None;
         let mut motion_seconds = None;
         let mut luma_range = 1.0;
+        let (mut active_picture, mut picture_revised) = (None, false);
         if let Some(v) = video {
             let sampling = &self.model.manifest.sampling;
             let picture = v.picture.unwrap_or(Picture::full(spec.width, spec.height));
             times.add(&v.times);
+            (active_picture, picture_revised) = (Some(picture), v.picture_revised);
             fv = v.values;
             if sampling.levels {
                 luma_range = picture.luma_range;
@@ -496,54 +494,55 @@ impl Qualia {
             frames,
             hops,
             stage_times: times,
+            picture: active_picture,
+            picture_revised,
             heard,
         })
     }
 
+    /// The video stream's kernels, faces and active picture, from one decode.
     async fn video(
         &self,
         path: &Path,
         spec: DecodeSpec,
         limit: usize,
         progress: Option<Progress>,
-        picture: impl std::future::Future<Output = (Picture, Duration)>,
     ) -> Result<Stream<Vec<(usize, Vec<brainscan_faces::Face>)>>, QualiaError> {
         // With face features, each decoded frame carries a larger copy for the detector.
         let detector = self.faces.clone();
-        let mut frames = match &detector {
-            Some(d) => VideoFrames::open_with_detail(path, spec, d.detail())?,
-            None => VideoFrames::open(path, spec)?,
+        let detail = detector.as_ref().map(|d| d.detail());
+        let full = Picture::full(spec.width, spec.height);
+        // v2 computes the visual features over the active picture only (see `picture`): its
+        // keyframes come from this same decode, on a second pipe.
+        let (mut frames, watch) = if self.model.manifest.sampling.active_picture {
+            let (frames, keys) =
+                VideoFrames::open_with_keyframes(path, spec, detail, picture::MAX_KEYFRAMES)?;
+            (frames, Some(picture::Watch::start(keys, spec)))
+        } else {
+            let frames = match detail {
+                Some(d) => VideoFrames::open_with_detail(path, spec, d)?,
+                None => VideoFrames::open(path, spec)?,
+            };
+            (frames, None)
         };
-        // The decoder starts before the keyframe pre-pass finishes: its frames wait in the pipe
-        // until the active picture, which every kernel needs, is known (on a short clip the
-        // two ffmpeg start-ups were most of the pre-pass's cost).
-        let (picture, prepass) = picture.await;
-        let rect = picture.rect;
         let len = (spec.width * spec.height * 3) as usize;
         let mut stacked = vec![0u8; frames.frame_len()];
         let batch = BATCH_SECONDS * spec.fps as usize;
-        // Each batch buffer starts with the frames before it that the kernels read: one for the
-        // visual kernel's frame differences, `taps - 1` for the motion-energy window.
-        let bank = self
-            .model
-            .manifest
-            .sampling
-            .motion_energy
-            .then(|| Arc::new(MotionBank::new(rect, spec.fps)));
-        let lead = bank.as_ref().map_or(1, |b| b.taps - 1);
-        let mut prev: Option<Vec<u8>> = None;
+        let lead = VisualKernels::lead_for(self.model.manifest.sampling.motion_energy, spec.fps);
         let mut out = Stream {
             values: Vec::new(),
-            picture: Some(picture),
+            picture: None,
             motion: Vec::new(),
             count: 0,
-            times: StageTimes {
-                prepass,
-                ..StageTimes::default()
-            },
+            times: StageTimes::default(),
+            picture_revised: false,
             extra: Vec::new(),
         };
-        let mut pending: Option<tokio::task::JoinHandle<VisualBatch>> = None;
+        // The kernels start on the picture of the keyframes seen by the end of the first
+        // batch. Once a later keyframe widens it, their results are stale: the rest of the
+        // clip skips them, and they run again on the final picture after the decode.
+        let mut kernels: Option<VisualKernels> = None;
+        let mut stale = false;
         let mut pending_faces: Option<tokio::task::JoinHandle<FaceBatch>> = None;
         loop {
             let mut data = vec![0u8; (batch + lead) * len];
@@ -572,40 +571,15 @@ impl Qualia {
             if k == 0 {
                 break;
             }
-            // At the start of a clip the first frame stands for the frames before it, so
-            // nothing reads as change there.
-            match &prev {
-                Some(p) => data[..lead * len].copy_from_slice(p),
-                None => {
-                    for i in 0..lead {
-                        data.copy_within(lead * len..(lead + 1) * len, i * len);
-                    }
-                }
+            let so_far = watch
+                .as_ref()
+                .and_then(picture::Watch::rect_so_far)
+                .unwrap_or(full.rect);
+            let running = kernels.get_or_insert_with(|| VisualKernels::new(self, spec, so_far));
+            stale |= running.rect != so_far;
+            if !stale {
+                running.push(&mut out, data, k).await?;
             }
-            prev = Some(data[k * len..(k + lead) * len].to_vec());
-            data.truncate((k + lead) * len);
-            if let Some(h) = pending.take() {
-                collect_visual(&mut out, h).await?;
-            }
-            let gpu = self.gpu.clone();
-            let (w, h) = (spec.width, spec.height);
-            let bank = bank.clone();
-            pending = Some(tokio::task::spawn_blocking(move || {
-                let (values, visual) = gpu.visual(&data[(lead - 1) * len..], w, h, rect)?;
-                let (motion, motion_t) = match &bank {
-                    Some(b) => {
-                        let (rows, t) = gpu.motion(&data, w, h, rect, b)?;
-                        (b.features(&rows), t)
-                    }
-                    None => (Vec::new(), Duration::ZERO),
-                };
-                Ok(VisualOut {
-                    values,
-                    motion,
-                    visual,
-                    motion_t,
-                })
-            }));
             if let Some(d) = &detector {
                 if let Some(h) = pending_faces.take() {
                     collect_faces(&mut out, h).await?;
@@ -630,13 +604,21 @@ impl Qualia {
                 break;
             }
         }
-        if let Some(h) = pending.take() {
-            collect_visual(&mut out, h).await?;
+        if let Some(k) = kernels.as_mut() {
+            k.finish(&mut out).await?;
         }
         if let Some(h) = pending_faces.take() {
             collect_faces(&mut out, h).await?;
         }
-        match frames.finish().await {
+        let ended = frames.finish().await;
+        // The decoder has exited, so the keyframe pipe is at its end.
+        let started = Instant::now();
+        let picture = match watch {
+            Some(w) => w.finish().await.unwrap_or(full),
+            None => full,
+        };
+        out.picture = Some(picture);
+        match ended {
             Ok(()) => {}
             // A stream that decoded nothing is absent; one that broke midway keeps what decoded
             // only if ffmpeg delivered frames (truncated files), otherwise it is an error.
@@ -647,7 +629,81 @@ impl Qualia {
                 tracing::warn!(error = %e, frames = out.count, "video decoder ended with an error; using the frames it delivered")
             }
         }
+        // Stale kernels skipped batches, so they run again even where the picture came back
+        // to the one they started on (a lit region too small for the grid reads as the whole
+        // frame, then a larger one as itself).
+        if out.count > 0
+            && kernels
+                .as_ref()
+                .is_some_and(|k| stale || k.rect != picture.rect)
+        {
+            tracing::info!(
+                first = ?kernels.as_ref().map(|k| k.rect),
+                clip = ?picture.rect,
+                "the clip's picture differs from its first batch's: running the visual kernels again"
+            );
+            self.revise(&mut out, path, spec, limit, picture.rect)
+                .await?;
+            out.picture_revised = true;
+        }
+        out.times.prepass += started.elapsed();
         Ok(out)
+    }
+
+    /// Runs the visual and motion kernels again, on `rect`, over a fresh decode of the model's
+    /// frames (without the detector's copies: the faces already found stand, since the picture
+    /// only enters them afterwards). Replaces what the first pass computed.
+    async fn revise<T>(
+        &self,
+        out: &mut Stream<T>,
+        path: &Path,
+        spec: DecodeSpec,
+        limit: usize,
+        rect: super::features::Rect,
+    ) -> Result<(), QualiaError> {
+        let mut frames = VideoFrames::open(path, spec)?;
+        let len = (spec.width * spec.height * 3) as usize;
+        let batch = BATCH_SECONDS * spec.fps as usize;
+        let mut kernels = VisualKernels::new(self, spec, rect);
+        let mut redone = Stream {
+            values: Vec::new(),
+            picture: None,
+            motion: Vec::new(),
+            count: 0,
+            times: StageTimes::default(),
+            picture_revised: false,
+            extra: (),
+        };
+        while redone.count < out.count.min(limit) {
+            let mut data = vec![0u8; (batch + kernels.lead) * len];
+            let mut k = 0;
+            while k < batch && redone.count + k < out.count.min(limit) {
+                let slot = &mut data[(k + kernels.lead) * len..(k + kernels.lead + 1) * len];
+                if !frames.next_frame(slot).await? {
+                    break;
+                }
+                k += 1;
+            }
+            if k == 0 {
+                break;
+            }
+            kernels.push(&mut redone, data, k).await?;
+            redone.count += k;
+        }
+        kernels.finish(&mut redone).await?;
+        // Stopped at the first pass's count on purpose: the decoder's broken pipe is no error.
+        drop(frames);
+        if redone.count != out.count {
+            return Err(QualiaError::Task(format!(
+                "the second decode gave {} frames where the first gave {}",
+                redone.count, out.count
+            )));
+        }
+        out.values = redone.values;
+        out.motion = redone.motion;
+        out.times.visual += redone.times.visual;
+        out.times.motion += redone.times.motion;
+        Ok(())
     }
 
     /// The audio kernels over the decoded `track`, scaled by `gain`, batch by batch.
@@ -667,6 +723,7 @@ impl Qualia {
             motion: Vec::new(),
             count: 0,
             times: StageTimes::default(),
+            picture_revised: false,
             extra: 0usize,
         };
         match &track.ended {
@@ -759,6 +816,104 @@ impl Track {
 }
 
 /// One batch's visual kernel outputs and their times.
+/// The visual and motion-energy kernels over a clip's frames, batch by batch, on one active
+/// picture: each batch's kernels run on a blocking thread while the next batch decodes.
+struct VisualKernels {
+    gpu: Arc<GpuContext>,
+    spec: DecodeSpec,
+    rect: super::features::Rect,
+    bank: Option<Arc<MotionBank>>,
+    /// Frames before each batch that the kernels read: one for the visual kernel's frame
+    /// differences, `taps - 1` for the motion-energy window.
+    lead: usize,
+    /// The last `lead` frames of the batch before.
+    prev: Option<Vec<u8>>,
+    pending: Option<tokio::task::JoinHandle<VisualBatch>>,
+}
+
+impl VisualKernels {
+    fn new(q: &Qualia, spec: DecodeSpec, rect: super::features::Rect) -> Self {
+        let bank = q
+            .model
+            .manifest
+            .sampling
+            .motion_energy
+            .then(|| Arc::new(MotionBank::new(rect, spec.fps)));
+        let lead = Self::lead_for(bank.is_some(), spec.fps);
+        Self {
+            gpu: q.gpu.clone(),
+            spec,
+            rect,
+            bank,
+            lead,
+            prev: None,
+            pending: None,
+        }
+    }
+
+    /// The lead of [`VisualKernels::new`], known before the picture is.
+    fn lead_for(motion_energy: bool, fps: u32) -> usize {
+        if motion_energy {
+            MotionBank::taps_at(fps) - 1
+        } else {
+            1
+        }
+    }
+
+    /// Starts the kernels on `data`: `lead` empty slots, then `k` frames (and room for more,
+    /// cut off). Collects the batch before into `out`.
+    async fn push<T>(
+        &mut self,
+        out: &mut Stream<T>,
+        mut data: Vec<u8>,
+        k: usize,
+    ) -> Result<(), QualiaError> {
+        let (lead, len) = (self.lead, (self.spec.width * self.spec.height * 3) as usize);
+        // At the start of a clip the first frame stands for the frames before it, so
+        // nothing reads as change there.
+        match &self.prev {
+            Some(p) => data[..lead * len].copy_from_slice(p),
+            None => {
+                for i in 0..lead {
+                    data.copy_within(lead * len..(lead + 1) * len, i * len);
+                }
+            }
+        }
+        self.prev = Some(data[k * len..(k + lead) * len].to_vec());
+        data.truncate((k + lead) * len);
+        if let Some(h) = self.pending.take() {
+            collect_visual(out, h).await?;
+        }
+        let (gpu, bank, rect) = (self.gpu.clone(), self.bank.clone(), self.rect);
+        let (w, h) = (self.spec.width, self.spec.height);
+        self.pending = Some(tokio::task::spawn_blocking(move || {
+            let (values, visual) = gpu.visual(&data[(lead - 1) * len..], w, h, rect)?;
+            let (motion, motion_t) = match &bank {
+                Some(b) => {
+                    let (rows, t) = gpu.motion(&data, w, h, rect, b)?;
+                    (b.features(&rows), t)
+                }
+                None => (Vec::new(), Duration::ZERO),
+            };
+            Ok(VisualOut {
+                values,
+                motion,
+                visual,
+                motion_t,
+            })
+        }));
+        Ok(())
+    }
+
+    /// Collects the last batch into `out`.
+    async fn finish<T>(&mut self, out: &mut Stream<T>) -> Result<(), QualiaError> {
+        if let Some(h) = self.pending.take() {
+            collect_visual(out, h).await?;
+        }
+        Ok(())
+    }
+}
+
 struct VisualOut {
     values: Vec<f32>,
     motion: Vec<f32>,

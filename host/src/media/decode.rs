@@ -120,18 +120,24 @@ impl Pipe {
         spec: &DecodeSpec,
         kind: &'static str,
     ) -> Result<Self, DecodeError> {
-        Self::spawn_with(path, &[], args, spec, kind)
+        Self::spawn_with(path, &[], args, spec, kind, None)
     }
 
-    /// [`Pipe::spawn`] with input options (`before` goes before `-i`).
+    /// [`Pipe::spawn`] with input options (`before` goes before `-i`) and, optionally, a second
+    /// output: `second` becomes the child's fd 0, which ffmpeg writes as `pipe:0`. ffmpeg runs
+    /// with `-nostdin`, so it never reads that descriptor; giving it the write end of a pipe
+    /// as fd 0 is how a second stream leaves one process without a named FIFO on disk or an
+    /// `unsafe` descriptor dance before `exec`.
     fn spawn_with(
         path: &Path,
         before: &[&str],
         args: &[&str],
         spec: &DecodeSpec,
         kind: &'static str,
+        second: Option<std::io::PipeWriter>,
     ) -> Result<Self, DecodeError> {
         let (path, dir) = located(path);
+        let stdin = second.map_or_else(Stdio::null, Stdio::from);
         let mut child = Command::new("ffmpeg")
             .args(["-v", "error", "-nostdin"])
             .args(super::demuxers::input_args(spec.demuxer))
@@ -141,7 +147,7 @@ impl Pipe {
             .current_dir(dir)
             .args(args)
             .arg("pipe:1")
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
@@ -246,8 +252,30 @@ impl VideoFrames {
     /// # Errors
     /// `Missing` when ffmpeg is absent; stream errors surface on read or [`Self::finish`].
     pub fn open(path: &Path, spec: DecodeSpec) -> Result<Self, DecodeError> {
-        let filter = format!("fps={},{}", spec.fps, Self::geometry(&spec));
-        Self::spawn_filtered(path, spec, &filter, None)
+        Self::spawn_filtered(path, spec, &Self::main_filter(&spec, None), None)
+    }
+
+    /// The filter chain of the frames the model reads: `fps` frames per second in the model's
+    /// geometry, each with its `detail` copy stacked below it when there is one (see
+    /// [`VideoFrames::open_with_detail`]).
+    fn main_filter(spec: &DecodeSpec, detail: Option<(u32, u32)>) -> String {
+        match detail {
+            None => format!("fps={},{}", spec.fps, Self::geometry(spec)),
+            Some((dw, dh)) => {
+                let detail_spec = DecodeSpec {
+                    width: dw,
+                    height: dh,
+                    ..*spec
+                };
+                format!(
+                    "fps={},split=2[m][d];[m]{},pad={dw}:{}:0:0:color=black[top];[d]{}[bottom];[top][bottom]vstack=inputs=2",
+                    spec.fps,
+                    Self::geometry(spec),
+                    spec.height,
+                    Self::geometry(&detail_spec),
+                )
+            }
+        }
     }
 
     /// The first video stream through `filter`, as raw RGB24 frames.
@@ -281,26 +309,81 @@ impl VideoFrames {
         spec: DecodeSpec,
         detail: (u32, u32),
     ) -> Result<Self, DecodeError> {
-        let (dw, dh) = detail;
+        Self::check_detail(&spec, detail)?;
+        let filter = Self::main_filter(&spec, Some(detail));
+        Self::spawn_filtered(path, spec, &filter, Some(detail))
+    }
+
+    fn check_detail(spec: &DecodeSpec, (dw, dh): (u32, u32)) -> Result<(), DecodeError> {
         if dw < spec.width || dh < spec.height {
             return Err(DecodeError::Failed(format!(
                 "detail frames {dw}x{dh} are smaller than the {}x{} frame",
                 spec.width, spec.height
             )));
         }
-        let detail_spec = DecodeSpec {
-            width: dw,
-            height: dh,
-            ..spec
-        };
-        let filter = format!(
-            "fps={},split=2[m][d];[m]{},pad={dw}:{}:0:0:color=black[top];[d]{}[bottom];[top][bottom]vstack=inputs=2",
-            spec.fps,
+        Ok(())
+    }
+
+    /// The frames of [`VideoFrames::open`] (or, with `detail`, of
+    /// [`VideoFrames::open_with_detail`]) and, from the same decode, the clip's first
+    /// `max_keyframes` keyframes as [`VideoFrames::open_keyframes`] gives them: the same
+    /// frames, byte for byte (a test holds the two to that), without a second ffmpeg.
+    ///
+    /// The keyframes are split off the decoded stream before the frame-rate conversion, so a
+    /// keyframe the `fps` filter drops is still seen. They come out on a second pipe, which the
+    /// caller must drain while it reads the frames (on a blocking thread: see [`Keyframes`]);
+    /// a full pipe stalls the decoder.
+    ///
+    /// # Errors
+    /// As [`VideoFrames::open_with_detail`]; `Failed` when the pipe cannot be made.
+    pub fn open_with_keyframes(
+        path: &Path,
+        spec: DecodeSpec,
+        detail: Option<(u32, u32)>,
+        max_keyframes: usize,
+    ) -> Result<(Self, Keyframes), DecodeError> {
+        if let Some(d) = detail {
+            Self::check_detail(&spec, d)?;
+        }
+        let graph = format!(
+            "[0:V:0]split=2[all][keys];[keys]select='eq(key\\,1)*lt(selected_n\\,{max_keyframes})',{}[k];[all]{}[v]",
             Self::geometry(&spec),
-            spec.height,
-            Self::geometry(&detail_spec),
+            Self::main_filter(&spec, detail),
         );
-        Self::spawn_filtered(path, spec, &filter, Some(detail))
+        let (reader, writer) = std::io::pipe().map_err(|e| DecodeError::Failed(e.to_string()))?;
+        let pipe = Pipe::spawn_with(
+            path,
+            &[],
+            &[
+                "-filter_complex",
+                &graph,
+                // The keyframes first, on fd 0 (see `Pipe::spawn_with`); then the frames,
+                // which `spawn_with` sends to stdout.
+                "-map",
+                "[k]",
+                "-fps_mode",
+                "passthrough",
+                "-f",
+                "rawvideo",
+                "-pix_fmt",
+                "rgb24",
+                "pipe:0",
+                "-map",
+                "[v]",
+                "-f",
+                "rawvideo",
+                "-pix_fmt",
+                "rgb24",
+            ],
+            &spec,
+            "video",
+            Some(writer),
+        )?;
+        let keyframes = Keyframes {
+            reader,
+            frame_len: (spec.width * spec.height * 3) as usize,
+        };
+        Ok((Self { pipe, spec, detail }, keyframes))
     }
 
     /// Only the clip's keyframes (intra frames; no frame-rate conversion), in the same frame
@@ -328,6 +411,7 @@ impl VideoFrames {
             ],
             &spec,
             "video",
+            None,
         )?;
         Ok(Self {
             pipe,
@@ -366,6 +450,45 @@ impl VideoFrames {
     /// `NoStream("video")`, `Failed` with ffmpeg's message, `Timeout`.
     pub async fn finish(self) -> Result<(), DecodeError> {
         self.pipe.finish().await
+    }
+}
+
+/// The keyframe stream of [`VideoFrames::open_with_keyframes`]. Its reads block, so it is
+/// read on a blocking thread; it ends when the decoder exits or is killed (when its
+/// [`VideoFrames`] is dropped or runs past its deadline), so a reader never outlives the decode.
+pub struct Keyframes {
+    reader: std::io::PipeReader,
+    frame_len: usize,
+}
+
+impl Keyframes {
+    /// Bytes of one keyframe (`width x height` RGB24).
+    #[must_use]
+    pub fn frame_len(&self) -> usize {
+        self.frame_len
+    }
+
+    /// Reads the next keyframe into `frame` (`frame_len()` bytes); a partial frame at the end
+    /// is padded with black, as [`VideoFrames::next_frame`] pads one. `Ok(false)` at the end.
+    ///
+    /// # Errors
+    /// A broken pipe.
+    pub fn next_frame(&mut self, frame: &mut [u8]) -> std::io::Result<bool> {
+        use std::io::Read;
+        let mut filled = 0;
+        while filled < frame.len() {
+            match self.reader.read(&mut frame[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if filled == 0 {
+            return Ok(false);
+        }
+        frame[filled..].fill(0);
+        Ok(true)
     }
 }
 
@@ -682,6 +805,181 @@ pub(crate) mod tests {
         assert!(px(2, 45) < 20, "left bar is black: {}", px(2, 45));
         assert!(px(157, 45) < 20, "right bar is black");
         assert!(px(80, 45) > 230, "picture stays white: {}", px(80, 45));
+    }
+
+    /// Every frame of a [`VideoFrames`] stream.
+    async fn all_frames(mut v: VideoFrames) -> Vec<Vec<u8>> {
+        let mut frame = vec![0u8; v.frame_len()];
+        let mut out = Vec::new();
+        while v.next_frame(&mut frame).await.expect("reads") {
+            out.push(frame.clone());
+        }
+        v.finish().await.expect("decodes");
+        out
+    }
+
+    /// The single decode's two streams, drained together (a full keyframe pipe stalls ffmpeg).
+    async fn single_pass(
+        path: &Path,
+        detail: Option<(u32, u32)>,
+        max_keyframes: usize,
+    ) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let (frames, mut keys) =
+            VideoFrames::open_with_keyframes(path, DecodeSpec::default(), detail, max_keyframes)
+                .expect("opens");
+        let reader = tokio::task::spawn_blocking(move || {
+            let mut frame = vec![0u8; keys.frame_len()];
+            let mut out = Vec::new();
+            while keys.next_frame(&mut frame).expect("reads") {
+                out.push(frame.clone());
+            }
+            out
+        });
+        let frames = all_frames(frames).await;
+        (frames, reader.await.expect("joins"))
+    }
+
+    /// Frames with the key flag, as ffprobe reads them.
+    fn key_flags(path: &Path) -> usize {
+        let out = std::process::Command::new("ffprobe")
+            .args(["-v", "error", "-select_streams", "v:0", "-show_entries"])
+            .args(["frame=key_frame", "-of", "csv=p=0"])
+            .arg(path)
+            .output()
+            .expect("ffprobe runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.trim() == "1")
+            .count()
+    }
+
+    /// The single decode gives the frames of the plain decode and the keyframes of the old
+    /// keyframe-only decode, byte for byte, as a set (the extent and the levels do not depend
+    /// on order; with an open GOP ffmpeg emits two keyframes the other way round). Codecs:
+    /// H.264 with B-frames and an open GOP, HEVC, and MJPEG (every frame a keyframe, so the
+    /// cap applies). A picture that changes halfway and sits in bars, so keyframes differ.
+    #[tokio::test]
+    async fn one_decode_gives_the_frames_and_keyframes_of_two() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clips: [(&str, &[&str]); 3] = [
+            (
+                "open_gop.mp4",
+                &[
+                    "-c:v",
+                    "libx264",
+                    "-x264-params",
+                    "open-gop=1:keyint=15",
+                    "-bf",
+                    "3",
+                ],
+            ),
+            (
+                "hevc.mp4",
+                &[
+                    "-c:v",
+                    "libx265",
+                    "-x265-params",
+                    "keyint=12:log-level=error",
+                ],
+            ),
+            ("all_intra.avi", &["-c:v", "mjpeg", "-q:v", "5"]),
+        ];
+        for (name, codec) in clips {
+            let mut args = vec![
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc2=s=240x180:r=25:d=3",
+                "-f",
+                "lavfi",
+                "-i",
+                "mandelbrot=s=240x180:r=25",
+                "-filter_complex",
+                "[0][1]blend=all_expr='if(gt(T,1.5),B,A)',pad=320:180:40:0:black",
+                "-t",
+                "3",
+            ];
+            args.extend_from_slice(codec);
+            args.push(name);
+            ffmpeg(dir.path(), &args);
+            let path = dir.path().join(name);
+            let spec = DecodeSpec::default();
+            let plain = all_frames(VideoFrames::open(&path, spec).expect("opens")).await;
+            let mut old_keys =
+                all_frames(VideoFrames::open_keyframes(&path, spec).expect("opens")).await;
+            // The cap: MJPEG's 75 keyframes are cut to the first 40, as the old pass stopped.
+            let cap = 40;
+            old_keys.truncate(cap);
+            let (frames, mut keys) = single_pass(&path, None, cap).await;
+            assert_eq!(frames.len(), 30, "{name}: 10 frames a second");
+            assert!(frames == plain, "{name}: the frames are the plain decode's");
+            assert!(old_keys.len() >= 3, "{name}: {} keyframes", old_keys.len());
+            old_keys.sort();
+            keys.sort();
+            assert!(
+                keys == old_keys,
+                "{name}: {} keyframes against {}",
+                keys.len(),
+                old_keys.len()
+            );
+        }
+        // With the detector's copies: the stacked frames are those of `open_with_detail`.
+        let path = dir.path().join("open_gop.mp4");
+        let detail = (320, 180);
+        let stacked = all_frames(
+            VideoFrames::open_with_detail(&path, DecodeSpec::default(), detail).expect("opens"),
+        )
+        .await;
+        let (frames, keys) = single_pass(&path, Some(detail), 400).await;
+        assert!(
+            frames == stacked,
+            "the stacked frames are open_with_detail's"
+        );
+        let (_, plain_keys) = single_pass(&path, None, 400).await;
+        assert!(
+            keys == plain_keys,
+            "the keyframes do not depend on the detail copies"
+        );
+    }
+
+    /// ffmpeg's VP9 decoder ignores `-skip_frame`, so a keyframe-only decode of a VP9 clip
+    /// reads every frame; the single decode reads the frames flagged key, as for every other
+    /// codec (the reason for qualia 2.11.1, `EVALUATION-PLAN.md` deviation 31).
+    #[tokio::test]
+    async fn vp9_keyframes_are_the_key_frames_not_every_frame() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        ffmpeg(
+            dir.path(),
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc2=s=240x180:r=25:d=4",
+                "-c:v",
+                "libvpx-vp9",
+                "-g",
+                "25",
+                "-deadline",
+                "realtime",
+                "clip.webm",
+            ],
+        );
+        let path = dir.path().join("clip.webm");
+        let old =
+            all_frames(VideoFrames::open_keyframes(&path, DecodeSpec::default()).expect("opens"))
+                .await;
+        assert_eq!(
+            old.len(),
+            100,
+            "the VP9 decoder gave every frame to the old pass"
+        );
+        let (_, keys) = single_pass(&path, None, 400).await;
+        let flagged = key_flags(&path);
+        assert!(
+            (2..=5).contains(&flagged),
+            "{flagged} keyframes in 4 s at one per 25 frames"
+        );
+        assert_eq!(keys.len(), flagged);
     }
 
     #[tokio::test]
