@@ -363,16 +363,17 @@ async fn the_whole_chain_matches_reference_on_a_real_clip() {
     );
 }
 
-/// The scan finds the active picture from its one decode, and the kernels start on the
-/// keyframes seen by the end of the first batch. Here the first 11 s are black (the first
-/// batch's picture is the whole frame) and a letterboxed picture starts at 11 s with a
-/// keyframe: the kernels must run again on the bars-excluded picture, and every feature must
-/// be the reference's on the picture of a separate keyframe pass.
-#[tokio::test]
-async fn a_picture_revised_after_the_first_batch_matches_reference() {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// A clip whose picture is letterboxed from 11 s on, after an opening drawn by `opening` (an
+/// ffmpeg filter applied before 11 s), with keyframes at `keys` only, a tone beside it.
+fn late_picture(
+    dir: &std::path::Path,
+    name: &str,
+    opening: &str,
+    keys: &str,
+) -> std::path::PathBuf {
+    let filter = format!("{opening},pad=320:180:0:30:black");
     ffmpeg(
-        dir.path(),
+        dir,
         &[
             "-f",
             "lavfi",
@@ -383,23 +384,55 @@ async fn a_picture_revised_after_the_first_batch_matches_reference() {
             "-i",
             "sine=f=440:r=48000:d=14",
             "-vf",
-            "drawbox=t=fill:c=black:enable='lt(t,11)',pad=320:180:0:30:black",
+            &filter,
             "-force_key_frames",
-            "0,11",
+            keys,
             "-c:v",
             "libx264",
             "-x264-params",
             "keyint=1000:scenecut=0",
             "-c:a",
             "aac",
-            "late.mp4",
+            name,
         ],
     );
-    let out = whole_chain_matches_reference(&dir.path().join("late.mp4")).await;
+    dir.join(name)
+}
+
+/// The scan finds the active picture from its one decode, and the kernels start on the
+/// keyframes seen by then. Here the first 11 s show only a small white title, so the first
+/// batch's picture is not the clip's: the kernels must run again on the bars-excluded picture,
+/// and every feature must be the reference's on the picture of a separate keyframe pass.
+/// ffmpeg releases a keyframe on its pipe only when the next one passes (see
+/// `VideoFrames::open_with_keyframes`), so the title has a second keyframe at 5 s.
+#[tokio::test]
+async fn a_picture_revised_after_the_first_batch_matches_reference() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let title = "drawbox=t=fill:c=black:enable='lt(t,11)',drawbox=x=140:y=40:w=40:h=40:t=fill:c=white:enable='lt(t,11)'";
+    let out =
+        whole_chain_matches_reference(&late_picture(dir.path(), "title.mp4", title, "0,5,11"))
+            .await;
     assert!(
         out.picture_revised,
         "the picture changed after the first batch"
     );
+    let rect = out.picture.expect("video").rect;
+    assert!(
+        rect.y0 >= 14 && rect.y1 <= 76,
+        "the bars are left out: {rect:?}"
+    );
+}
+
+/// An opening that is black throughout says nothing about where the picture is: the kernels
+/// wait for a lit keyframe (at most three batches), so the clip's picture is found without a
+/// second run, and the features are still the reference's.
+#[tokio::test]
+async fn a_black_opening_holds_the_kernels_for_the_picture() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let black = "drawbox=t=fill:c=black:enable='lt(t,11)'";
+    let out =
+        whole_chain_matches_reference(&late_picture(dir.path(), "black.mp4", black, "0,11")).await;
+    assert!(!out.picture_revised, "held, not revised");
     let rect = out.picture.expect("video").rect;
     assert!(
         rect.y0 >= 14 && rect.y1 <= 76,

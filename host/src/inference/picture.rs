@@ -134,6 +134,14 @@ impl Watch {
         self.extent.lock().ok().map(|e| e.rect())
     }
 
+    /// [`Watch::rect_so_far`] once a keyframe has shown anything above the bar level; `None`
+    /// before (a dark opening says nothing about where the picture is).
+    #[must_use]
+    pub fn lit_rect_so_far(&self) -> Option<Rect> {
+        let extent = self.extent.lock().ok()?;
+        extent.lit().then(|| extent.rect())
+    }
+
     /// The clip's picture, once the decoder has ended; `None` when the keyframes could not be
     /// read to the end (the scan then reads the whole frame, as a failed keyframe pass did).
     pub async fn finish(self) -> Option<Picture> {
@@ -218,6 +226,11 @@ impl Extent {
             255.0
         };
         ((level(LEVEL_PERCENTILES.1) - level(LEVEL_PERCENTILES.0)) / 255.0).max(MIN_LUMA_RANGE)
+    }
+
+    /// Whether any keyframe rose above the bar level anywhere.
+    fn lit(&self) -> bool {
+        self.rows.iter().any(|l| *l > BAR_LUMA)
     }
 
     fn rect(&self) -> Rect {

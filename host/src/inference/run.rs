@@ -22,6 +22,13 @@ use crate::media::probe::ProbeInfo;
 
 /// Seconds of media per GPU batch.
 const BATCH_SECONDS: usize = 10;
+/// Batches of the model's frames held, before the visual kernels start, while no keyframe has
+/// shown anything above the bar level (none read yet, a fade from black, a dark title card):
+/// the kernels then start on the first lit keyframe's picture rather than the whole frame,
+/// which a letterboxed clip would have to run again. ffmpeg hands over a keyframe only when
+/// the next one is decoded, so a clip with a keyframe every 10 s (x264's default at 25 fps)
+/// shows its first picture during the second batch. At most 30 s of 160 x 90 frames (13 MB).
+const MAX_HELD_BATCHES: usize = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum QualiaError {
@@ -543,6 +550,8 @@ impl Qualia {
         // clip skips them, and they run again on the final picture after the decode.
         let mut kernels: Option<VisualKernels> = None;
         let mut stale = false;
+        // Batches decoded before any keyframe showed something (see `MAX_HELD_BATCHES`).
+        let mut held: Vec<(Vec<u8>, usize)> = Vec::new();
         let mut pending_faces: Option<tokio::task::JoinHandle<FaceBatch>> = None;
         loop {
             let mut data = vec![0u8; (batch + lead) * len];
@@ -571,14 +580,30 @@ impl Qualia {
             if k == 0 {
                 break;
             }
-            let so_far = watch
-                .as_ref()
-                .and_then(picture::Watch::rect_so_far)
-                .unwrap_or(full.rect);
-            let running = kernels.get_or_insert_with(|| VisualKernels::new(self, spec, so_far));
-            stale |= running.rect != so_far;
-            if !stale {
-                running.push(&mut out, data, k).await?;
+            match kernels.as_mut() {
+                Some(running) => {
+                    let so_far = watch
+                        .as_ref()
+                        .and_then(picture::Watch::rect_so_far)
+                        .unwrap_or(full.rect);
+                    stale |= running.rect != so_far;
+                    if !stale {
+                        running.push(&mut out, data, k).await?;
+                    }
+                }
+                None => {
+                    let lit = watch.as_ref().and_then(picture::Watch::lit_rect_so_far);
+                    if watch.is_some() && lit.is_none() && held.len() < MAX_HELD_BATCHES {
+                        held.push((data, k));
+                    } else {
+                        let mut running = VisualKernels::new(self, spec, lit.unwrap_or(full.rect));
+                        for (d, n) in held.drain(..) {
+                            running.push(&mut out, d, n).await?;
+                        }
+                        running.push(&mut out, data, k).await?;
+                        kernels = Some(running);
+                    }
+                }
             }
             if let Some(d) = &detector {
                 if let Some(h) = pending_faces.take() {
@@ -618,6 +643,14 @@ impl Qualia {
             None => full,
         };
         out.picture = Some(picture);
+        // A clip that ended while its batches were held runs them on its whole picture.
+        if kernels.is_none() && !held.is_empty() {
+            let mut running = VisualKernels::new(self, spec, picture.rect);
+            for (d, n) in held.drain(..) {
+                running.push(&mut out, d, n).await?;
+            }
+            running.finish(&mut out).await?;
+        }
         match ended {
             Ok(()) => {}
             // A stream that decoded nothing is absent; one that broke midway keeps what decoded

@@ -332,7 +332,9 @@ impl VideoFrames {
     /// The keyframes are split off the decoded stream before the frame-rate conversion, so a
     /// keyframe the `fps` filter drops is still seen. They come out on a second pipe, which the
     /// caller must drain while it reads the frames (on a blocking thread: see [`Keyframes`]);
-    /// a full pipe stalls the decoder.
+    /// a full pipe stalls the decoder. ffmpeg (5.1, measured) releases a keyframe on that pipe
+    /// only when the next keyframe passes its filters, or at the end: what the caller has read
+    /// lags the frames by one keyframe.
     ///
     /// # Errors
     /// As [`VideoFrames::open_with_detail`]; `Failed` when the pipe cannot be made.
@@ -363,6 +365,10 @@ impl VideoFrames {
                 "[k]",
                 "-fps_mode",
                 "passthrough",
+                // Each keyframe is written whole as soon as ffmpeg emits it, not 32 KiB at a
+                // time as its output buffer fills.
+                "-flush_packets",
+                "1",
                 "-f",
                 "rawvideo",
                 "-pix_fmt",
