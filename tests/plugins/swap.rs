@@ -15,7 +15,7 @@ use brainscan::plugins::defaults::{LENS_STANDARD, LENS_STANDARD_VERSION};
 use crate::kit::{clip_saying, kit, service, wasm};
 use crate::support::NEXT_LENS_VERSION;
 
-const NEXT_MARK: &str = " (v2.10)";
+const NEXT_MARK: &str = " (v2.11)";
 
 /// The lens-standard version that scored `r`, read from its output (the test kit's next
 /// version marks every reason), checked against the version its provenance names.

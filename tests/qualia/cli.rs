@@ -17,7 +17,7 @@ fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {
         "--json",
     ])))
     .expect("json");
-    assert_eq!(doc["model"], "qualia-2.11.0");
+    assert_eq!(doc["model"], "qualia-2.11.1");
     assert_eq!(doc["time_base"], "stimulus");
     assert_eq!(doc["seconds"], 6);
     assert_eq!(doc["modalities"]["video"], true);
@@ -27,7 +27,7 @@ fn scan_prints_seven_networks_per_second_as_json_and_as_a_table() {
         assert!(rows[3][name].as_f64().expect(name).is_finite());
     }
     let table = ok(&brainscan(&["scan", clip.to_str().expect("utf8")]));
-    assert!(table.contains("qualia-2.11.0"), "{table}");
+    assert!(table.contains("qualia-2.11.1"), "{table}");
     assert_eq!(table.lines().count(), 2 + 6, "{table}");
 }
 

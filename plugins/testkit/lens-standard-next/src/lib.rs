@@ -1,5 +1,5 @@
 //! Test kit: the default lens plugin's code under a newer version, for hot-swap tests. Every
-//! reason ends in " (v2.10)" so a test can tell from the output alone which version scored it
+//! reason ends in " (v2.11)" so a test can tell from the output alone which version scored it
 //! and check that the result's provenance names that version.
 #![cfg_attr(target_arch = "wasm32", no_std)]
 extern crate alloc;
@@ -29,11 +29,11 @@ impl LensPlugin for Next {
         let mut out = lens::StandardLenses::score(clip, lenses)?;
         for s in &mut out {
             for sec in &mut s.seconds {
-                sec.reason.push_str(" (v2.10)");
+                sec.reason.push_str(" (v2.11)");
             }
         }
         Ok(out)
     }
 }
 
-brainscan_sdk::export_lens!(Next, name = "lens-standard", version = "2.10.0");
+brainscan_sdk::export_lens!(Next, name = "lens-standard", version = "2.11.0");
