@@ -400,7 +400,7 @@ fn late_picture(
 }
 
 /// The scan finds the active picture from its one decode, and the kernels start on the
-/// keyframes seen by then. Here the first 11 s show only a small white title, so the first
+/// keyframes seen by then. Here the first 11 s show only a white title card, so the first
 /// batch's picture is not the clip's: the kernels must run again on the bars-excluded picture,
 /// and every feature must be the reference's on the picture of a separate keyframe pass.
 /// ffmpeg releases a keyframe on its pipe only when the next one passes (see
@@ -408,7 +408,7 @@ fn late_picture(
 #[tokio::test]
 async fn a_picture_revised_after_the_first_batch_matches_reference() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let title = "drawbox=t=fill:c=black:enable='lt(t,11)',drawbox=x=140:y=40:w=40:h=40:t=fill:c=white:enable='lt(t,11)'";
+    let title = "drawbox=t=fill:c=black:enable='lt(t,11)',drawbox=x=100:y=30:w=120:h=60:t=fill:c=white:enable='lt(t,11)'";
     let out =
         whole_chain_matches_reference(&late_picture(dir.path(), "title.mp4", title, "0,5,11"))
             .await;

@@ -134,12 +134,12 @@ impl Watch {
         self.extent.lock().ok().map(|e| e.rect())
     }
 
-    /// [`Watch::rect_so_far`] once a keyframe has shown anything above the bar level; `None`
-    /// before (a dark opening says nothing about where the picture is).
+    /// [`Watch::rect_so_far`] once the keyframes have shown a picture at least the feature
+    /// grid's size above the bar level; `None` before (a dark opening or a small title says
+    /// nothing about where the picture is).
     #[must_use]
     pub fn lit_rect_so_far(&self) -> Option<Rect> {
-        let extent = self.extent.lock().ok()?;
-        extent.lit().then(|| extent.rect())
+        self.extent.lock().ok()?.lit_rect()
     }
 
     /// The clip's picture, once the decoder has ended; `None` when the keyframes could not be
@@ -228,29 +228,23 @@ impl Extent {
         ((level(LEVEL_PERCENTILES.1) - level(LEVEL_PERCENTILES.0)) / 255.0).max(MIN_LUMA_RANGE)
     }
 
-    /// Whether any keyframe rose above the bar level anywhere.
-    fn lit(&self) -> bool {
-        self.rows.iter().any(|l| *l > BAR_LUMA)
-    }
-
-    fn rect(&self) -> Rect {
+    /// The lit part of the keyframes when it is a picture the features can be read over
+    /// (at least the feature grid); `None` when nothing is lit or too little (a small title).
+    fn lit_rect(&self) -> Option<Rect> {
         let span = |v: &[f64]| {
             let first = v.iter().position(|l| *l > BAR_LUMA)?;
             let last = v.iter().rposition(|l| *l > BAR_LUMA)?;
             Some((first as u32, last as u32 + 1))
         };
-        let (w, h) = (self.w as u32, self.h as u32);
-        match (span(&self.cols), span(&self.rows)) {
-            (Some((x0, x1)), Some((y0, y1))) => {
-                let r = Rect { x0, y0, x1, y1 };
-                if r.is_valid_in(w, h) {
-                    r
-                } else {
-                    Rect::full(w, h)
-                }
-            }
-            _ => Rect::full(w, h),
-        }
+        let (x0, x1) = span(&self.cols)?;
+        let (y0, y1) = span(&self.rows)?;
+        let r = Rect { x0, y0, x1, y1 };
+        r.is_valid_in(self.w as u32, self.h as u32).then_some(r)
+    }
+
+    fn rect(&self) -> Rect {
+        self.lit_rect()
+            .unwrap_or_else(|| Rect::full(self.w as u32, self.h as u32))
     }
 }
 
