@@ -545,12 +545,13 @@ impl Qualia {
             picture_revised: false,
             extra: Vec::new(),
         };
-        // The kernels start on the picture of the keyframes seen by the end of the first
-        // batch. Once a later keyframe widens it, their results are stale: the rest of the
-        // clip skips them, and they run again on the final picture after the decode.
+        // The kernels start on the picture of the keyframes seen by the end of the first batch
+        // (or, while none shows a picture, of a later one: `MAX_HELD_BATCHES`). Once a later
+        // keyframe changes it, their results are stale: the rest of the clip skips them, and
+        // they run again on the final picture after the decode.
         let mut kernels: Option<VisualKernels> = None;
         let mut stale = false;
-        // Batches decoded before any keyframe showed something (see `MAX_HELD_BATCHES`).
+        // Batches decoded before any keyframe showed a picture.
         let mut held: Vec<(Vec<u8>, usize)> = Vec::new();
         let mut pending_faces: Option<tokio::task::JoinHandle<FaceBatch>> = None;
         loop {
