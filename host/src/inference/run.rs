@@ -167,6 +167,21 @@ struct Stream<T> {
     extra: T,
 }
 
+impl<T> Stream<T> {
+    /// A stream with nothing computed yet, carrying `extra`.
+    fn empty(extra: T) -> Self {
+        Self {
+            values: Vec::new(),
+            picture: None,
+            motion: Vec::new(),
+            count: 0,
+            times: StageTimes::default(),
+            picture_revised: false,
+            extra,
+        }
+    }
+}
+
 impl Qualia {
     #[must_use]
     pub fn decode_spec(&self) -> DecodeSpec {
@@ -536,15 +551,7 @@ impl Qualia {
         let mut stacked = vec![0u8; frames.frame_len()];
         let batch = BATCH_SECONDS * spec.fps as usize;
         let lead = VisualKernels::lead_for(self.model.manifest.sampling.motion_energy, spec.fps);
-        let mut out = Stream {
-            values: Vec::new(),
-            picture: None,
-            motion: Vec::new(),
-            count: 0,
-            times: StageTimes::default(),
-            picture_revised: false,
-            extra: Vec::new(),
-        };
+        let mut out = Stream::empty(Vec::new());
         // The kernels start on the picture of the keyframes seen by the end of the first batch
         // (or, while none shows a picture, of a later one: `MAX_HELD_BATCHES`). Once a later
         // keyframe changes it, their results are stale: the rest of the clip skips them, and
@@ -699,15 +706,7 @@ impl Qualia {
         let len = (spec.width * spec.height * 3) as usize;
         let batch = BATCH_SECONDS * spec.fps as usize;
         let mut kernels = VisualKernels::new(self, spec, rect);
-        let mut redone = Stream {
-            values: Vec::new(),
-            picture: None,
-            motion: Vec::new(),
-            count: 0,
-            times: StageTimes::default(),
-            picture_revised: false,
-            extra: (),
-        };
+        let mut redone = Stream::empty(());
         while redone.count < out.count.min(limit) {
             let mut data = vec![0u8; (batch + kernels.lead) * len];
             let mut k = 0;
@@ -751,15 +750,7 @@ impl Qualia {
         let rate = spec.sample_rate as usize;
         let batch_hops = BATCH_SECONDS * rate / HOP;
         let total = track.samples.len();
-        let mut out = Stream {
-            values: Vec::new(),
-            picture: None,
-            motion: Vec::new(),
-            count: 0,
-            times: StageTimes::default(),
-            picture_revised: false,
-            extra: 0usize,
-        };
+        let mut out = Stream::empty(0usize);
         match &track.ended {
             None => {}
             Some(DecodeError::NoStream(_)) => return Ok(out),

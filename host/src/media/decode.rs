@@ -393,8 +393,10 @@ impl VideoFrames {
     }
 
     /// Only the clip's keyframes (intra frames; no frame-rate conversion), in the same frame
-    /// geometry as [`VideoFrames::open`]: a cheap look at the whole clip, since decoding
-    /// keyframes skips every predicted frame.
+    /// geometry as [`VideoFrames::open`], from a decode of their own (`-skip_frame nokey`).
+    /// The scan no longer runs this (see [`VideoFrames::open_with_keyframes`]); it stays as the
+    /// reference the tests and `brainscan bench` compare with. ffmpeg's VP9 decoder ignores
+    /// `-skip_frame`, so for VP9 it gives every frame.
     ///
     /// # Errors
     /// As [`VideoFrames::open`].
