@@ -15,6 +15,7 @@ use anyhow::{Context, bail, ensure};
 
 use super::evaluate::Targets;
 use crate::result::NETWORKS;
+use crate::speech::subtitles::srt_timestamp;
 
 pub const TEXTGRID: &str = "alice-brennan2016/DownTheRabbitHoleFinal_exp120_pad_1.TextGrid";
 pub const TIMECOURSES: &str = "alice-brennan2016/10mm";
@@ -152,17 +153,6 @@ fn wav_bytes(samples: &[i16]) -> Vec<u8> {
     out
 }
 
-fn srt_time(t: f64) -> String {
-    let ms = (t * 1000.0).round() as u64;
-    format!(
-        "{:02}:{:02}:{:02},{:03}",
-        ms / 3_600_000,
-        ms / 60_000 % 60,
-        ms / 1000 % 60,
-        ms % 1000
-    )
-}
-
 /// The story's aligned words, read from the reference data (bounded).
 fn story_words(data: &Path) -> anyhow::Result<Vec<Word>> {
     let grid = crate::grounding::read_bounded(&data.join(TEXTGRID), MAX_TEXTGRID_BYTES)?;
@@ -223,8 +213,8 @@ pub fn build_proxy(data: &Path, dir: &Path, seconds: usize) -> anyhow::Result<Pa
             srt,
             "{}\n{} --> {}\n{}\n\n",
             i + 1,
-            srt_time(w.start),
-            srt_time(w.end.min(seconds as f64)),
+            srt_timestamp(w.start),
+            srt_timestamp(w.end.min(seconds as f64)),
             w.text
         );
     }

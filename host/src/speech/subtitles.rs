@@ -23,6 +23,20 @@ fn timestamp(s: &str) -> Option<f64> {
     Some(f64::from(h) * 3600.0 + f64::from(m) * 60.0 + f64::from(sec) + f64::from(ms) / 1000.0)
 }
 
+/// `secs` as SubRip's `HH:MM:SS,mmm`, to the nearest millisecond (for subtitle tracks the
+/// project writes: the Alice story's words, test clips).
+#[must_use]
+pub fn srt_timestamp(secs: f64) -> String {
+    let ms = (secs * 1000.0).round() as u64;
+    format!(
+        "{:02}:{:02}:{:02},{:03}",
+        ms / 3_600_000,
+        ms / 60_000 % 60,
+        ms / 1000 % 60,
+        ms % 1000
+    )
+}
+
 /// Removes `<i>`-style tags and `{\an8}`-style overrides.
 fn strip_tags(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -104,6 +118,8 @@ mod tests {
     #[test]
     fn timestamps_reject_out_of_range_fields() {
         assert_eq!(timestamp("01:02:03,004"), Some(3723.004));
+        assert_eq!(srt_timestamp(3723.004), "01:02:03,004");
+        assert_eq!(timestamp(&srt_timestamp(59.9996)), Some(60.0));
         assert_eq!(timestamp("00:61:00,000"), None);
         assert_eq!(timestamp("garbage"), None);
     }
