@@ -428,23 +428,43 @@ fn describe_language(out: &mut serde_json::Value, l: &Language, origin: &str) {
     }
 }
 
-/// Subtitle lines, the language their text is in (when identified) and their provenance.
+/// Subtitle lines, the language they are in and their provenance: the language their text
+/// is in when it tells, else the one the stream's `tag` names (the probe's
+/// `subtitle_language`), else none.
 fn subtitled(
     lines: Vec<TranscriptLine>,
+    tag: Option<&str>,
 ) -> (Vec<TranscriptLine>, Option<Language>, serde_json::Value) {
-    let language = text_language::identify(&lines);
     let mut source = serde_json::json!({"source": Source::Subtitles.as_str()});
-    match &language {
-        Some(l) => describe_language(
-            &mut source,
-            l,
-            "The subtitles are written in a language identified from their text",
-        ),
-        None => {
-            source["meaning_read_by"] = crate::embed::MODEL_ID.into();
-            source["note"] = "The subtitles' language could not be identified from their text (too little of it); they are read as written by the English sentence model.".into();
+    let language = match text_language::identify(&lines) {
+        Some(l) => {
+            describe_language(
+                &mut source,
+                &l,
+                "The subtitles are written in a language identified from their text",
+            );
+            Some(l)
         }
-    }
+        None => match tag.and_then(text_language::from_tag) {
+            Some(l) => {
+                describe_language(
+                    &mut source,
+                    &l,
+                    "The subtitles are in the language their stream's tag names (their text is too short to identify it)",
+                );
+                // A tag is a declaration: no probability was measured.
+                if let Some(o) = source.as_object_mut() {
+                    o.remove("language_probability");
+                }
+                Some(l)
+            }
+            None => {
+                source["meaning_read_by"] = crate::embed::MODEL_ID.into();
+                source["note"] = "The subtitles' language could not be identified from their text (too little of it) and their stream names none; they are read as written by the English sentence model.".into();
+                None
+            }
+        },
+    };
     (lines, language, source)
 }
 
@@ -464,7 +484,7 @@ pub async fn transcript_of(
     use crate::media::decode::{self, DecodeSpec};
     let max_secs = duration_sec.min(MAX_SECONDS as f64);
     if let Some(lines) = subtitle_lines(media, probe, max_secs).await {
-        let (lines, _, source) = subtitled(lines);
+        let (lines, _, source) = subtitled(lines, probe.subtitle_language.as_deref());
         return Ok((lines, source));
     }
     if !probe.has_audio {
@@ -559,7 +579,8 @@ pub async fn hear(
     if !probe.has_audio {
         return Ok(match subtitles {
             Some(lines) => {
-                let (lines, language, source) = subtitled(lines);
+                let (lines, language, source) =
+                    subtitled(lines, probe.subtitle_language.as_deref());
                 Heard {
                     regions: Vec::new(),
                     confidence: vec![1.0; lines.len()],
@@ -582,6 +603,7 @@ pub async fn hear(
             .await
             .map_err(|e| format!("decoding audio for speech: {e}"))?,
     };
+    let subtitle_tag = probe.subtitle_language.clone();
     tokio::task::spawn_blocking(move || {
         // The voice gate and Whisper hear the track at the model's level, as the audio kernels
         // do, so playback gain moves neither the speech regions nor the words.
@@ -593,7 +615,7 @@ pub async fn hear(
             .map_err(|e| format!("voice activity: {e:#}"))?;
         let (scored, source, language) = match subtitles {
             Some(lines) => {
-                let (lines, language, source) = subtitled(lines);
+                let (lines, language, source) = subtitled(lines, subtitle_tag.as_deref());
                 (
                     lines.into_iter().map(|l| (l, 1.0)).collect(),
                     source,

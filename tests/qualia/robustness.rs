@@ -472,6 +472,7 @@ async fn broken_inputs_are_typed_errors() {
         has_video: true,
         has_audio: true,
         has_subtitles: false,
+        subtitle_language: None,
         format_name: "mov".into(),
         demuxer: Some("mov"),
     };

@@ -172,18 +172,30 @@ async fn speech_longer_than_a_window_is_transcribed_across_windows() {
     assert!(lines.last().is_some_and(|l| l.end_sec > 40.0), "{lines:?}");
 }
 
-/// A tone of `seconds` seconds with `srt` muxed in as a mov_text subtitle stream.
-fn subtitled_tone(dir: &std::path::Path, srt: &str, seconds: u32) -> std::path::PathBuf {
+/// A tone of `seconds` seconds with `srt` muxed in as a mov_text subtitle stream, tagged with
+/// `language` when given (an ISO 639-2 code, as MP4 carries it).
+fn subtitled_tone(
+    dir: &std::path::Path,
+    srt: &str,
+    seconds: u32,
+    language: Option<&str>,
+) -> std::path::PathBuf {
     let path = dir.join("subs.srt");
     std::fs::write(&path, srt).expect("srt");
     let clip = dir.join("subtitled.mp4");
-    run(Command::new("ffmpeg")
+    let mut ffmpeg = Command::new("ffmpeg");
+    ffmpeg
         .args(["-v", "error", "-f", "lavfi", "-i"])
         .arg(format!("sine=frequency=440:duration={seconds}"))
         .arg("-i")
         .arg(&path)
-        .args(["-c:a", "aac", "-c:s", "mov_text"])
-        .arg(&clip));
+        .args(["-c:a", "aac", "-c:s", "mov_text"]);
+    if let Some(language) = language {
+        ffmpeg
+            .arg("-metadata:s:s:0")
+            .arg(format!("language={language}"));
+    }
+    run(ffmpeg.arg(&clip));
     clip
 }
 
@@ -194,6 +206,7 @@ async fn embedded_subtitles_are_used_instead_of_speech() {
         dir.path(),
         "1\n00:00:00,500 --> 00:00:02,000\nWelcome to the <i>launch</i>.\n\n2\n00:00:03,000 --> 00:00:04,500\nBuy it today.\n",
         5,
+        None,
     );
     let (lines, source) = transcript_with_provenance(&clip).await;
     assert_eq!(source["source"], "subtitles");
@@ -228,6 +241,7 @@ async fn subtitles_in_another_language_are_read_in_that_language() {
         "1\n00:00:00,500 --> 00:00:02,500\nDépêchez-vous, cette offre se termine ce soir.\n\n\
          2\n00:00:03,000 --> 00:00:05,500\nPlus que trois en stock : appelez maintenant et payez moitié prix.\n",
         6,
+        None,
     );
     let (lines, source) = transcript_with_provenance(&clip).await;
     assert_eq!(lines.len(), 2);
@@ -241,6 +255,39 @@ async fn subtitles_in_another_language_are_read_in_that_language() {
     assert_eq!(
         source["transcribed_by"],
         brainscan::speech::text_language::SUBTITLES
+    );
+}
+
+/// Two short Spanish lines say too little for their text to name their language; the
+/// stream's tag names it, and the provenance says the tag did (with no probability: nobody
+/// measured it). Without the tag they are read as written, by the English model.
+#[tokio::test]
+async fn a_short_subtitle_track_is_read_in_the_language_its_tag_names() {
+    let srt = "1\n00:00:00,500 --> 00:00:02,000\nDate prisa.\n\n2\n00:00:02,500 --> 00:00:04,000\nCompra ahora.\n";
+    let dir = tempfile::tempdir().expect("tmp");
+    let (lines, source) =
+        transcript_with_provenance(&subtitled_tone(dir.path(), srt, 5, Some("spa"))).await;
+    assert_eq!(lines.len(), 2);
+    assert_eq!(source["language"], "es", "{source}");
+    assert_eq!(
+        source["transcribed_by"],
+        brainscan::speech::text_language::SUBTITLES_TAGGED,
+        "{source}"
+    );
+    assert!(source.get("language_probability").is_none(), "{source}");
+    assert_eq!(
+        source["meaning_read_by"],
+        brainscan::embed::e5::MODEL_ID,
+        "{source}"
+    );
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_, source) = transcript_with_provenance(&subtitled_tone(dir.path(), srt, 5, None)).await;
+    assert!(source.get("language").is_none(), "{source}");
+    assert_eq!(
+        source["meaning_read_by"],
+        brainscan::embed::MODEL_ID,
+        "{source}"
     );
 }
 

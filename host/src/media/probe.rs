@@ -15,6 +15,11 @@ pub struct ProbeInfo {
     pub has_video: bool,
     pub has_audio: bool,
     pub has_subtitles: bool,
+    /// The first subtitle stream's `language` tag as the container gives it (ISO 639-2 in
+    /// Matroska and MP4, sometimes ISO 639-1 or BCP 47): at most [`MAX_TAG`] ASCII letters,
+    /// hyphens and underscores, and never `und`; `None` otherwise. A declaration, not a
+    /// measurement: [`crate::speech::text_language`] decides what it is worth.
+    pub subtitle_language: Option<String>,
     pub format_name: String,
     /// The allowed demuxer that read it (see [`super::demuxers`]), for decodes to force.
     pub demuxer: Option<&'static str>,
@@ -48,6 +53,28 @@ struct Stream {
     #[serde(default)]
     disposition: Disposition,
     duration: Option<String>,
+    #[serde(default)]
+    tags: Tags,
+}
+
+#[derive(Deserialize, Default)]
+struct Tags {
+    language: Option<String>,
+}
+
+/// The longest language tag kept (`zh-Hant-TW` is 10).
+pub const MAX_TAG: usize = 16;
+
+/// A container's language tag, kept when it is short, made of letters, hyphens and
+/// underscores, and says something (`und` is ISO 639-2's "undetermined").
+fn language_tag(tag: Option<&str>) -> Option<String> {
+    let tag = tag?.trim();
+    let plausible = !tag.is_empty()
+        && tag.len() <= MAX_TAG
+        && tag
+            .chars()
+            .all(|c| c.is_ascii_alphabetic() || c == '-' || c == '_');
+    (plausible && !tag.eq_ignore_ascii_case("und")).then(|| tag.to_ascii_lowercase())
 }
 
 #[derive(Deserialize, Default)]
@@ -72,7 +99,7 @@ struct Format {
 pub async fn probe(path: &Path, timeout: Duration) -> Result<ProbeInfo, ProbeError> {
     let (path, dir) = super::decode::located(path);
     let child = Command::new("ffprobe")
-        .args(["-v", "error", "-show_entries", "format=duration,format_name:stream=codec_type,duration:stream_disposition=attached_pic", "-of", "json"])
+        .args(["-v", "error", "-show_entries", "format=duration,format_name:stream=codec_type,duration:stream_disposition=attached_pic:stream_tags=language", "-of", "json"])
         .args(super::demuxers::input_args(None))
         .arg(&path)
         .current_dir(dir)
@@ -105,6 +132,7 @@ pub async fn probe(path: &Path, timeout: Duration) -> Result<ProbeInfo, ProbeErr
         has_video: false,
         has_audio: false,
         has_subtitles: false,
+        subtitle_language: None,
         format_name: String::new(),
         demuxer: None,
     };
@@ -114,7 +142,11 @@ pub async fn probe(path: &Path, timeout: Duration) -> Result<ProbeInfo, ProbeErr
             // A still picture attached to an audio file (cover art) is not video.
             Some("video") if s.disposition.attached_pic == 0 => info.has_video = true,
             Some("audio") => info.has_audio = true,
-            Some("subtitle") => info.has_subtitles = true,
+            Some("subtitle") if !info.has_subtitles => {
+                // The stream the transcript is read from (`-map 0:s:0`).
+                info.has_subtitles = true;
+                info.subtitle_language = language_tag(s.tags.language.as_deref());
+            }
             _ => {}
         }
         if let Some(d) = s
@@ -157,4 +189,19 @@ pub async fn ffprobe_available() -> bool {
         .status()
         .await
         .is_ok_and(|s| s.success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::language_tag;
+
+    #[test]
+    fn a_language_tag_is_kept_only_when_it_can_name_a_language() {
+        assert_eq!(language_tag(Some("spa")).as_deref(), Some("spa"));
+        assert_eq!(language_tag(Some(" pt-BR ")).as_deref(), Some("pt-br"));
+        for refused in ["", "und", "UND", "a b", "fr;rm", "ç", &"x".repeat(17)] {
+            assert_eq!(language_tag(Some(refused)), None, "{refused:?}");
+        }
+        assert_eq!(language_tag(None), None);
+    }
 }

@@ -6,6 +6,11 @@
 //! and no model file, so it runs wherever the service does. Its answer is used only when
 //! whatlang calls it reliable; otherwise the subtitles are read as before, by the English
 //! model, and the provenance says that the language was not identified.
+//!
+//! A container may also name a subtitle stream's language in a tag. That is a declaration,
+//! not a measurement (a mislabelled track is common), so the text decides when it can; the tag
+//! names the language only when the text is too short to tell ([`from_tag`]), as a two-line
+//! advertisement's subtitles often are.
 
 use super::{Language, TranscriptLine};
 
@@ -14,6 +19,70 @@ const MAX_BYTES: usize = 4_000;
 
 /// What [`Language::transcribed_by`] says for subtitles: nothing transcribed them.
 pub const SUBTITLES: &str = "subtitles (language identified from the text by whatlang)";
+
+/// What [`Language::transcribed_by`] says for subtitles whose language their stream's tag
+/// names, because their text was too short to identify it.
+pub const SUBTITLES_TAGGED: &str =
+    "subtitles (language from the subtitle stream's tag; too little text to identify it)";
+
+/// ISO 639-2 bibliographic codes, which containers may carry, and the terminology codes (ISO
+/// 639-3's) that whatlang uses for the same languages.
+const BIBLIOGRAPHIC: [(&str, &str); 20] = [
+    ("alb", "sqi"),
+    ("arm", "hye"),
+    ("baq", "eus"),
+    ("bur", "mya"),
+    ("chi", "cmn"),
+    ("cze", "ces"),
+    ("dut", "nld"),
+    ("fre", "fra"),
+    ("geo", "kat"),
+    ("ger", "deu"),
+    ("gre", "ell"),
+    ("ice", "isl"),
+    ("mac", "mkd"),
+    ("mao", "mri"),
+    ("may", "msa"),
+    ("per", "pes"),
+    ("rum", "ron"),
+    ("slo", "slk"),
+    ("tib", "bod"),
+    ("wel", "cym"),
+];
+
+/// The language a container's tag names (`spa`, `fre`, `es`, `pt-BR`: its primary subtag as
+/// ISO 639-2, ISO 639-3 or ISO 639-1), in Whisper's codes, when whatlang and Whisper both know
+/// it. `probability` is 0: a tag is a declaration, and nothing measured it.
+#[must_use]
+pub fn from_tag(tag: &str) -> Option<Language> {
+    let primary = tag.split(['-', '_']).next()?.to_ascii_lowercase();
+    let lang = match primary.len() {
+        2 => whatlang::Lang::all()
+            .iter()
+            .copied()
+            .find(|l| whisper_code(*l) == Some(primary.as_str())),
+        3 => {
+            let terminology = BIBLIOGRAPHIC
+                .iter()
+                .find(|(b, _)| *b == primary)
+                .map_or(primary.as_str(), |(_, t)| t);
+            // whatlang files Chinese as Mandarin (`cmn`); ISO 639-2's `zho` is the same here.
+            let terminology = if terminology == "zho" {
+                "cmn"
+            } else {
+                terminology
+            };
+            whatlang::Lang::from_code(terminology)
+        }
+        _ => None,
+    }?;
+    Some(Language {
+        code: whisper_code(lang)?.to_owned(),
+        probability: 0.0,
+        transcribed_by: SUBTITLES_TAGGED.to_owned(),
+        foreign_script_lines: 0,
+    })
+}
 
 /// The language of `lines`, in Whisper's codes, when whatlang identifies it reliably and
 /// Whisper's list has it.
@@ -169,6 +238,32 @@ mod tests {
             let l = identify(&lines(&texts)).unwrap_or_else(|| panic!("{code}: not identified"));
             assert_eq!(l.code, code);
             assert_eq!(l.transcribed_by, SUBTITLES);
+        }
+    }
+
+    #[test]
+    fn a_tag_names_the_language_in_any_of_its_forms() {
+        for (tag, code) in [
+            ("spa", "es"),
+            ("fre", "fr"),
+            ("fra", "fr"),
+            ("ger", "de"),
+            ("deu", "de"),
+            ("ita", "it"),
+            ("jpn", "ja"),
+            ("chi", "zh"),
+            ("zho", "zh"),
+            ("es", "es"),
+            ("pt-BR", "pt"),
+            ("EN", "en"),
+        ] {
+            let l = from_tag(tag).unwrap_or_else(|| panic!("{tag}: not read"));
+            assert_eq!(l.code, code, "{tag}");
+            assert_eq!(l.transcribed_by, SUBTITLES_TAGGED);
+            assert_eq!(l.probability, 0.0, "a tag is not a measurement");
+        }
+        for tag in ["", "xx", "qaa", "english", "-"] {
+            assert!(from_tag(tag).is_none(), "{tag:?}");
         }
     }
 
