@@ -19,7 +19,7 @@ use crate::support::{
 };
 
 /// The plan's languages: Whisper's code and the espeak-ng voice.
-const LANGUAGES: [(&str, &str); 5] = [
+pub const LANGUAGES: [(&str, &str); 5] = [
     ("en", "en-gb"),
     ("es", "es"),
     ("fr", "fr-fr"),
@@ -92,7 +92,7 @@ const TRANSLATIONS: [[&str; 12]; 4] = [
 
 /// Script `index` (0-11: H1-H4, F1-F4, N1-N4) in language `language` (an index of
 /// [`LANGUAGES`]).
-fn script(language: usize, index: usize) -> &'static str {
+pub fn script(language: usize, index: usize) -> &'static str {
     match language {
         0 => [HARD_SELL, FACTS, NEUTRAL][index / 4][index % 4],
         l => TRANSLATIONS[l - 1][index],
@@ -112,14 +112,19 @@ struct Scored {
     transcribed_by: String,
 }
 
-async fn score(dir: &Path, language: usize, index: usize) -> Scored {
+/// Script `index` spoken by the plan's voice for `language`, as a WAV file in `dir`.
+pub fn spoken(dir: &Path, language: usize, index: usize) -> std::path::PathBuf {
     let (code, voice) = LANGUAGES[language];
-    let wav = voiced(
+    voiced(
         dir,
         &format!("{code}-{index}.wav"),
         Some(voice),
         script(language, index),
-    );
+    )
+}
+
+async fn score(dir: &Path, language: usize, index: usize) -> Scored {
+    let wav = spoken(dir, language, index);
     let out = analyse_shared(&wav).await;
     let (_, _, series) = lens_series(&out).await;
     let language = out.heard.as_ref().and_then(|h| h.language.clone());
@@ -134,26 +139,60 @@ async fn score(dir: &Path, language: usize, index: usize) -> Scored {
 }
 
 /// An L1 cell: one language's differences from English on one lens, over the 12 scripts.
-struct Agreement {
-    differences: Vec<f64>,
+pub struct Agreement {
+    pub differences: Vec<f64>,
 }
 
 impl Agreement {
-    fn largest(&self) -> f64 {
+    /// The cell of language `language` (an index of [`LANGUAGES`]) on lens `lens` (an index of
+    /// [`DEFAULT_LENSES`]), from each clip's four lens means by (language, script).
+    pub fn of(means: &BTreeMap<(usize, usize), [f64; 4]>, language: usize, lens: usize) -> Self {
+        Self {
+            differences: (0..12)
+                .map(|i| means[&(language, i)][lens] - means[&(0, i)][lens])
+                .collect(),
+        }
+    }
+
+    pub fn largest(&self) -> f64 {
         self.differences.iter().fold(0.0, |m, d| m.max(d.abs()))
     }
 
-    fn mean_absolute(&self) -> f64 {
+    pub fn mean_absolute(&self) -> f64 {
         self.differences.iter().map(|d| d.abs()).sum::<f64>() / self.differences.len() as f64
     }
 
-    fn bias(&self) -> f64 {
+    pub fn bias(&self) -> f64 {
         self.differences.iter().sum::<f64>() / self.differences.len() as f64
     }
 
-    fn passes(&self) -> bool {
+    pub fn passes(&self) -> bool {
         self.largest() <= 10.0
     }
+}
+
+/// The plan's L2 rows: (id, lens, group above, group below, floor).
+pub const ORDERINGS: [(&str, usize, usize, usize, f64); 4] = [
+    ("M1 manipulation H > F", MANIPULATION, 0, 1, 10.0),
+    ("M2 manipulation H > N", MANIPULATION, 0, 2, 10.0),
+    ("P1 purchase intent H > N", PURCHASE_INTENT, 0, 2, 5.0),
+    ("P2 purchase intent F > N", PURCHASE_INTENT, 1, 2, 5.0),
+];
+
+/// An L2 cell: in language `language`, the mean difference over the 4 matched scripts of
+/// `row` ([`ORDERINGS`]), how many are in order, and whether the row passes its floor.
+pub fn ordering(
+    means: &BTreeMap<(usize, usize), [f64; 4]>,
+    language: usize,
+    row: (&str, usize, usize, usize, f64),
+) -> (f64, usize, bool) {
+    let (_, lens, a, b, floor) = row;
+    let differences: Vec<f64> = (0..4)
+        .map(|i| means[&(language, a * 4 + i)][lens] - means[&(language, b * 4 + i)][lens])
+        .collect();
+    let mean = differences.iter().sum::<f64>() / 4.0;
+    let in_order = differences.iter().filter(|d| **d > 0.0).count();
+    (mean, in_order, mean >= floor && in_order >= 3)
 }
 
 #[tokio::test]
@@ -201,25 +240,22 @@ async fn the_same_ad_reads_alike_in_five_languages() {
     println!("L3 misheard: {misheard:?}");
 
     // L1: each lens within 10 points of English, script by script.
+    let means: BTreeMap<(usize, usize), [f64; 4]> =
+        clips.iter().map(|(k, s)| (*k, s.means)).collect();
     let mut agreement: BTreeMap<(&str, &str), (bool, f64, f64, f64)> = BTreeMap::new();
-    for language in 1..LANGUAGES.len() {
+    for (language, (code, _)) in LANGUAGES.iter().enumerate().skip(1) {
         for (lens, name) in DEFAULT_LENSES.iter().enumerate() {
-            let cell = Agreement {
-                differences: (0..12)
-                    .map(|i| clips[&(language, i)].means[lens] - clips[&(0, i)].means[lens])
-                    .collect(),
-            };
+            let cell = Agreement::of(&means, language, lens);
             let (low, high) = bootstrap_mean_interval(&cell.differences, 20_261_127);
             println!(
-                "L1 {} {name}: largest |d| {:.1}, mean |d| {:.1}, mean d {:+.1} [{low:+.1}, {high:+.1}]: {}",
-                LANGUAGES[language].0,
+                "L1 {code} {name}: largest |d| {:.1}, mean |d| {:.1}, mean d {:+.1} [{low:+.1}, {high:+.1}]: {}",
                 cell.largest(),
                 cell.mean_absolute(),
                 cell.bias(),
                 if cell.passes() { "PASS" } else { "FAIL" }
             );
             agreement.insert(
-                (LANGUAGES[language].0, name),
+                (code, name),
                 (
                     cell.passes(),
                     cell.largest(),
@@ -231,24 +267,11 @@ async fn the_same_ad_reads_alike_in_five_languages() {
     }
 
     // L2: the known-groups orderings in each language, over the 4 matched scripts.
-    let rows = [
-        ("M1 manipulation H > F", MANIPULATION, 0, 1, 10.0),
-        ("M2 manipulation H > N", MANIPULATION, 0, 2, 10.0),
-        ("P1 purchase intent H > N", PURCHASE_INTENT, 0, 2, 5.0),
-        ("P2 purchase intent F > N", PURCHASE_INTENT, 1, 2, 5.0),
-    ];
     let mut orderings: BTreeMap<(&str, &str), (bool, f64, usize)> = BTreeMap::new();
     for (language, (code, _)) in LANGUAGES.iter().enumerate() {
-        for (id, lens, a, b, floor) in rows {
-            let differences: Vec<f64> = (0..4)
-                .map(|i| {
-                    clips[&(language, a * 4 + i)].means[lens]
-                        - clips[&(language, b * 4 + i)].means[lens]
-                })
-                .collect();
-            let mean = differences.iter().sum::<f64>() / 4.0;
-            let in_order = differences.iter().filter(|d| **d > 0.0).count();
-            let passes = mean >= floor && in_order >= 3;
+        for row in ORDERINGS {
+            let (id, .., floor) = row;
+            let (mean, in_order, passes) = ordering(&means, language, row);
             println!(
                 "L2 {code} {id}: mean difference {mean:+.1}, {in_order} of 4 in order, floor {floor}: {}",
                 if passes { "PASS" } else { "FAIL" }

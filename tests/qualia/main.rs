@@ -10,6 +10,7 @@ mod faces;
 mod grounding;
 mod known_groups;
 mod languages;
+mod languages_decomposed;
 mod lenses;
 mod motion_energy;
 mod parity;
