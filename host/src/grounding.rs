@@ -8,9 +8,12 @@
 //! - [`evaluate`]: held-out correlation, baselines and ceilings, and the ridge-toward-the-prior
 //!   fit with nested cross-validation.
 //!
-//! The reference data is read from `$BRAINSCAN_REFERENCE_DATA`, else from the copy in
-//! `models/reference` (see [`reference_data_dir`]). Every file is treated as untrusted: sizes are
-//! bounded and malformed rows fail with the file and line named.
+//! The reference data is read in place from `$BRAINSCAN_REFERENCE_DATA`, else from the shared
+//! folder beside the clone (`../shared/data`; see [`reference_data_dir`]). Its terms allow use
+//! in place, not copies: nothing of it is committed here, only what is derived from it, with
+//! the sha256 of every input (`models/qualia/v2/grounding/reference-inputs.sha256`). Every file
+//! is treated as untrusted: sizes are bounded and malformed rows fail with the file and line
+//! named.
 
 pub mod alice;
 pub mod evaluate;
@@ -21,19 +24,35 @@ pub use crate::stats::pearson;
 
 use std::path::{Path, PathBuf};
 
-/// Where the reference data lives: `$BRAINSCAN_REFERENCE_DATA` when set, else the copy that
-/// travels with the repository (`models/reference`, with its licences and `SHA256SUMS`), so the
-/// tests pass on any clone.
+/// The two folders a reference data folder holds.
+pub const REFERENCE_FOLDERS: [&str; 2] = ["neurosynth-v7", "alice-brennan2016"];
+
+/// Where the reference data lives: `$BRAINSCAN_REFERENCE_DATA` when set, else the shared data
+/// folder beside the clone (`<clone>/../shared/data`) when it holds both
+/// [`REFERENCE_FOLDERS`]; `None` when neither is there (a clone elsewhere: the tests that need
+/// it are not run, see `scripts/test`).
 #[must_use]
 pub fn reference_data_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("BRAINSCAN_REFERENCE_DATA") {
         return Some(PathBuf::from(dir));
     }
-    let copy = Path::new(env!("CARGO_MANIFEST_DIR"))
+    let shared = shared_data_dir()?;
+    REFERENCE_FOLDERS
+        .iter()
+        .all(|f| shared.join(f).is_dir())
+        .then_some(shared)
+}
+
+/// The shared data folder beside the clone (`<clone>/../shared/data`), when it exists: the
+/// reference data and the real media that some tests read in place.
+#[must_use]
+pub fn shared_data_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()?
-        .join("models")
-        .join("reference");
-    copy.is_dir().then_some(copy)
+        .parent()?
+        .join("shared")
+        .join("data");
+    dir.is_dir().then_some(dir)
 }
 
 /// Reads a file of at most `max` bytes.

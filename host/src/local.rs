@@ -819,11 +819,11 @@ pub async fn model(cmd: ModelCommand) -> anyhow::Result<()> {
     }
 }
 
-/// The reference data folder: the flag or `$BRAINSCAN_REFERENCE_DATA`, else the repository's
-/// copy (`models/reference`).
+/// The reference data folder: the flag or `$BRAINSCAN_REFERENCE_DATA`, else the shared data
+/// folder beside the clone (`../shared/data`).
 fn reference_data(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     flag.or_else(crate::grounding::reference_data_dir).context(
-        "no reference data: pass --data DIR or set BRAINSCAN_REFERENCE_DATA to the folder holding neurosynth-v7/ and alice-brennan2016/",
+        "no reference data: pass --data DIR or set BRAINSCAN_REFERENCE_DATA to the folder holding neurosynth-v7/ and alice-brennan2016/ (it is read in place, never copied into the repository; the default is ../shared/data beside the clone)",
     )
 }
 

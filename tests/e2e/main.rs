@@ -23,5 +23,6 @@ mod people;
 mod process;
 mod scans;
 mod shape;
+mod shared_data;
 mod ssrf;
 mod webhooks;

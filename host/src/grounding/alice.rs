@@ -154,7 +154,7 @@ fn wav_bytes(samples: &[i16]) -> Vec<u8> {
 }
 
 /// The story's aligned words, read from the reference data (bounded).
-fn story_words(data: &Path) -> anyhow::Result<Vec<Word>> {
+pub fn story_words(data: &Path) -> anyhow::Result<Vec<Word>> {
     let grid = crate::grounding::read_bounded(&data.join(TEXTGRID), MAX_TEXTGRID_BYTES)?;
     parse_textgrid(std::str::from_utf8(&grid).context(TEXTGRID)?)
 }
@@ -450,17 +450,24 @@ mod tests {
         assert!(parse_textgrid("intervals [1]:\n text = \"x\"\n").is_err());
     }
 
-    #[test]
-    fn roi_networks_are_the_nearest_schaefer_centroids() {
-        let Some(data) = crate::grounding::reference_data_dir() else {
-            panic!("reference data not found: set BRAINSCAN_REFERENCE_DATA (see README)");
-        };
-        let table = std::fs::read_to_string(data.join(super::super::neurosynth::CENTROIDS))
-            .expect("centroid table");
-        let parcels = super::super::neurosynth::centroids(&table).expect("centroids");
-        for (name, c, network) in ROIS {
-            let (_, idx) = super::super::neurosynth::nearest_network(&parcels, c);
-            assert_eq!(NETWORKS[idx], network, "{name}");
+    /// Tests that read the reference data in place; `scripts/test` leaves out every
+    /// `needs_shared_data::` test, with one line saying so, where the shared folder is absent.
+    mod needs_shared_data {
+        use super::super::{NETWORKS, ROIS};
+        use crate::grounding::neurosynth;
+
+        #[test]
+        fn roi_networks_are_the_nearest_schaefer_centroids() {
+            let data = crate::grounding::reference_data_dir().expect(
+                "reference data not found: set BRAINSCAN_REFERENCE_DATA or put the shared folder beside the clone",
+            );
+            let table =
+                std::fs::read_to_string(data.join(neurosynth::CENTROIDS)).expect("centroid table");
+            let parcels = neurosynth::centroids(&table).expect("centroids");
+            for (name, c, network) in ROIS {
+                let (_, idx) = neurosynth::nearest_network(&parcels, c);
+                assert_eq!(NETWORKS[idx], network, "{name}");
+            }
         }
     }
 }
