@@ -39,6 +39,10 @@ pub struct App {
     pub admin_lockout: crate::lockout::Lockout,
     /// Console sign-in's failure counts and password-hash slots.
     pub signin: crate::people::SignInGuard,
+    /// How the console's session cookie is set (from the configuration, once).
+    pub cookie_policy: crate::people::CookiePolicy,
+    /// Artifact responses each client address holds (`BRAINSCAN_ARTIFACT_CONCURRENCY_PER_CLIENT`).
+    pub artifact_clients: Arc<crate::client_slots::ClientSlots>,
     /// Submit-time probes in flight, in total and per organisation.
     pub probe_slots: Arc<crate::media::probe_slots::ProbeSlots>,
     /// Rendered bodies of completed, charged scans (`GET /scans/{id}`).
@@ -125,6 +129,9 @@ impl App {
         let artifact_slots = Arc::new(tokio::sync::Semaphore::new(
             config.artifacts.artifact_concurrency.max(1),
         ));
+        let cookie_policy = crate::people::CookiePolicy::from_config(&config);
+        let artifact_clients =
+            crate::client_slots::ClientSlots::new(config.artifacts.artifact_concurrency_per_client);
         Ok(Arc::new(Self {
             recall,
             config,
@@ -142,6 +149,8 @@ impl App {
             client_limiter,
             admin_lockout: crate::lockout::Lockout::default(),
             signin: crate::people::SignInGuard::default(),
+            cookie_policy,
+            artifact_clients,
             probe_slots,
             artifact_slots,
             scratch,

@@ -283,6 +283,12 @@ pub struct HttpConfig {
     #[arg(long, env = "BRAINSCAN_HEADER_READ_TIMEOUT_SECS", default_value_t = 10)]
     pub header_read_timeout_secs: u64,
 
+    /// Seconds one write to a client may wait for the client to read before the connection is
+    /// closed (a reader that stops reading cannot hold a response, or the artifact slot it
+    /// takes, any longer).
+    #[arg(long, env = "BRAINSCAN_SEND_TIMEOUT_SECS", default_value_t = 30)]
+    pub send_timeout_secs: u64,
+
     /// Seconds a request may take before it is answered 503.
     #[arg(long, env = "BRAINSCAN_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     pub request_timeout_secs: u64,
@@ -338,6 +344,14 @@ pub struct HttpConfig {
     /// operations address, never where the public can reach it.
     #[arg(long, env = "BRAINSCAN_ADMIN_ON_PUBLIC_LISTENER", default_value_t = false, value_parser = BoolishValueParser::new())]
     pub admin_on_public_listener: bool,
+
+    /// Whether the console's session cookie is `Secure` (then named `__Host-brainscan_session`,
+    /// path `/`): `auto` decides from this configuration, never from a request: yes when
+    /// `BRAINSCAN_PUBLIC_URL` is `https://…`, or when it is unset and `BRAINSCAN_LISTEN` is not
+    /// a loopback address; no for an `http://` public URL or a loopback listener. `always` and
+    /// `never` say so outright (`never` only for plain-HTTP set-ups you trust).
+    #[arg(long, env = "BRAINSCAN_SECURE_COOKIES", value_enum, default_value_t = SecureCookies::Auto)]
+    pub secure_cookies: SecureCookies,
 
     /// Log as JSON lines (for production log shippers) instead of human-readable text.
     #[arg(long, env = "BRAINSCAN_LOG_JSON", default_value_t = false, value_parser = BoolishValueParser::new())]
@@ -450,6 +464,15 @@ impl PluginConfig {
     }
 }
 
+/// `BRAINSCAN_SECURE_COOKIES`: whether the session cookie is `Secure`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SecureCookies {
+    /// Decided from `BRAINSCAN_PUBLIC_URL` and `BRAINSCAN_LISTEN`.
+    Auto,
+    Always,
+    Never,
+}
+
 /// What one `brainscan serve` process does. Several processes on one PostgreSQL database
 /// split the work: API processes take requests and queue jobs, worker processes run them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -490,6 +513,17 @@ pub struct ArtifactConfig {
     /// 503 `busy` with `Retry-After`.
     #[arg(long, env = "BRAINSCAN_ARTIFACT_CONCURRENCY", default_value_t = 32)]
     pub artifact_concurrency: usize,
+
+    /// Most of those one client address (an IPv6 client by its /64) may hold at once; more
+    /// answer 429 with `Retry-After`. Each response also has a deadline: one minute plus a
+    /// second for every 64 KiB of its body, and `BRAINSCAN_SEND_TIMEOUT_SECS` for any one
+    /// write.
+    #[arg(
+        long,
+        env = "BRAINSCAN_ARTIFACT_CONCURRENCY_PER_CLIENT",
+        default_value_t = 4
+    )]
+    pub artifact_concurrency_per_client: usize,
 }
 
 /// Everything `brainscan serve` needs.

@@ -17,6 +17,7 @@ pub mod body_cache;
 pub mod charge;
 pub mod cli;
 pub mod cli_error;
+pub mod client_slots;
 pub mod clock;
 pub mod compute_threads;
 pub mod config;

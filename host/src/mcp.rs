@@ -495,9 +495,11 @@ pub fn tools() -> Vec<Tool> {
         )
         .with_title("Scan a video or audio URL (spends money)")
         .with_annotations(
+            // Destructive: it spends the organisation's wallet, which no later call undoes
+            // (the MCP spec's "may perform destructive updates"; clients ask before calling).
             ToolAnnotations::new()
                 .read_only(false)
-                .destructive(false)
+                .destructive(true)
                 .idempotent(false)
                 .open_world(true),
         )
@@ -627,4 +629,27 @@ pub async fn serve_stdio(url: &str, key: &str) -> anyhow::Result<()> {
     let running = server.serve(rmcp::transport::io::stdio()).await?;
     running.waiting().await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Security round 4: `create_scan` spends the wallet, which no later call undoes, so it is
+    /// annotated destructive (clients ask before calling such a tool); the reads are read-only.
+    #[test]
+    fn create_scan_is_annotated_destructive_and_the_reads_read_only() {
+        for tool in super::tools() {
+            let Some(annotations) = tool.annotations.as_ref() else {
+                assert_ne!(tool.name, "create_scan", "create_scan must be annotated");
+                continue;
+            };
+            let annotations = serde_json::to_value(annotations).expect("json");
+            if tool.name == "create_scan" {
+                assert_eq!(annotations["destructiveHint"], true, "{annotations}");
+                assert_eq!(annotations["readOnlyHint"], false, "{annotations}");
+            } else if annotations["readOnlyHint"] != true {
+                // Only create_scan writes.
+                panic!("{}: {annotations}", tool.name);
+            }
+        }
+    }
 }

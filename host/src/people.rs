@@ -14,8 +14,50 @@
 
 use chrono::{DateTime, Datelike, TimeZone, Utc};
 
-/// The session cookie's name.
+/// The session cookie's name where it is not `Secure` (a loopback or plain-HTTP set-up).
 pub const SESSION_COOKIE: &str = "brainscan_session";
+/// Its name where it is `Secure`: the `__Host-` prefix makes a browser refuse it unless it is
+/// `Secure`, has path `/` and names no domain, so a sibling host cannot plant one.
+pub const SECURE_SESSION_COOKIE: &str = "__Host-brainscan_session";
+
+/// How the session cookie is set, decided once from the configuration (never from a request's
+/// `Host` header, which a proxy may rewrite).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CookiePolicy {
+    pub name: &'static str,
+    pub path: &'static str,
+    pub secure: bool,
+}
+
+impl CookiePolicy {
+    /// From `BRAINSCAN_SECURE_COOKIES`, `BRAINSCAN_PUBLIC_URL` and `BRAINSCAN_LISTEN` (see
+    /// [`crate::config::HttpConfig::secure_cookies`]).
+    #[must_use]
+    pub fn from_config(config: &crate::config::ServeConfig) -> Self {
+        use crate::config::SecureCookies;
+        let secure = match config.http.secure_cookies {
+            SecureCookies::Always => true,
+            SecureCookies::Never => false,
+            SecureCookies::Auto => match config.artifacts.public_url.as_deref() {
+                Some(url) => url.trim().to_ascii_lowercase().starts_with("https://"),
+                None => !config.http.listen.ip().is_loopback(),
+            },
+        };
+        if secure {
+            Self {
+                name: SECURE_SESSION_COOKIE,
+                path: "/",
+                secure,
+            }
+        } else {
+            Self {
+                name: SESSION_COOKIE,
+                path: "/console",
+                secure,
+            }
+        }
+    }
+}
 /// The header a state-changing console request carries its session's CSRF token in.
 pub const CSRF_HEADER: &str = "x-csrf-token";
 /// The header that picks which of a person's organisations a console API call acts for.
@@ -186,9 +228,14 @@ pub fn verify_password(stored: Option<&str>, password: &str) -> bool {
     hasher().verify_password(password.as_bytes(), &phc).is_ok() && real
 }
 
-/// What stands between the sign-in form and a password guesser: failures counted per client
-/// address and per email (five a minute each, `crate::lockout`), and a cap on argon2 hashes
-/// running at once, each 19 MiB and tens of milliseconds of a core.
+/// How long a sign-in waits for a hashing slot before it is answered 503 `busy` (and not
+/// counted): the work an anonymous crowd can queue is bounded by the slots and this wait.
+pub const HASH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What stands between the sign-in form and a password guesser: attempts counted before they
+/// are checked, per client address (five a minute, then locked for the minute) and per email
+/// (five, then one per doubling delay; `crate::lockout`), and a cap on argon2 hashes running
+/// at once, each 19 MiB and tens of milliseconds of a core, waited for at most [`HASH_WAIT`].
 #[derive(Debug)]
 pub struct SignInGuard {
     pub by_address: crate::lockout::Lockout<std::net::IpAddr>,

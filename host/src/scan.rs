@@ -432,3 +432,35 @@ mod tests {
         assert!(normalise_model(Some("gpt")).is_err());
     }
 }
+
+/// Property tests (security round 4, point 7): a URL the API accepts is an http(s) address with
+/// a host and no credentials, within the length limit, whatever was submitted.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn an_accepted_url_is_http_with_a_host_and_no_credentials(
+            raw in prop_oneof![
+                "\\PC{0,300}",
+                "(https?|HTTP|ftp|file|javascript|data)://[a-zA-Z0-9.@:\\[\\]%/?#=&_~+-]{0,120}",
+                "https?://[a-z0-9.-]{1,30}(:[0-9]{1,6})?(/[\\PC]{0,40})?",
+            ]
+        ) {
+            let started = std::time::Instant::now();
+            let checked = check_url("input.url", &raw);
+            prop_assert!(started.elapsed() < std::time::Duration::from_secs(1));
+            if let Ok(url) = checked {
+                prop_assert!(raw.len() <= MAX_URL_LEN);
+                prop_assert!(matches!(url.scheme(), "http" | "https"));
+                prop_assert!(url.host().is_some());
+                prop_assert!(url.username().is_empty() && url.password().is_none());
+                prop_assert!(crate::url_syntax::matches(&raw));
+            }
+        }
+    }
+}

@@ -74,6 +74,7 @@ pub fn start_with(
     let limits = crate::api::server::ConnectionLimits {
         max_connections: app.config.http.max_connections,
         header_read_timeout: Duration::from_secs(app.config.http.header_read_timeout_secs),
+        send_stall_timeout: Duration::from_secs(app.config.http.send_timeout_secs.max(1)),
     };
     // Not ready from the moment shutdown starts, while open connections drain.
     let (shutdown, ready_app) = (cancel.clone(), app.clone());
@@ -175,6 +176,17 @@ async fn terminate_signal() {
 /// Runs until SIGINT/SIGTERM.
 ///
 /// # Errors
+/// The start-up warning for a service reachable from other machines with no trusted proxies:
+/// every limit keyed on the client address (sign-in lockouts, the per-address rate limit, the
+/// artifact slots) reads the peer, which behind a reverse proxy is the proxy, so one client
+/// would spend everyone's allowance. `None` on a loopback listener or with proxies set.
+#[must_use]
+pub fn proxy_warning(config: &ServeConfig) -> Option<&'static str> {
+    (!config.http.listen.ip().is_loopback() && config.http.trusted_proxies.is_empty()).then_some(
+        "BRAINSCAN_TRUSTED_PROXIES is empty and the listener is not loopback: limits keyed on the client address (console sign-in, the per-address rate limit, artifact downloads) read each connection's peer. Behind a reverse proxy every client is the proxy, and five wrong passwords from anyone would hold sign-in for everyone: set BRAINSCAN_TRUSTED_PROXIES to the proxy's address (see docs/console.md). Served directly, ignore this.",
+    )
+}
+
 /// Start-up failures: the data folder, the database, the listen address, a missing ffprobe.
 pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     if !crate::media::probe::ffprobe_available().await {
@@ -220,6 +232,9 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             "BRAINSCAN_PUBLIC_URL is not set: signed artifact links take the request's Host header, and requests that name a host other than an IP address or localhost are refused (421); set BRAINSCAN_PUBLIC_URL (and BRAINSCAN_ALLOWED_HOSTS for other names)"
         );
     }
+    if let Some(warning) = proxy_warning(&config) {
+        tracing::warn!(listen = %config.http.listen, "{warning}");
+    }
     // Installed before anything records: the plugin registry reports at start-up.
     crate::metrics::handle();
     let listen = config.http.listen;
@@ -260,4 +275,23 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     }
     tokio::time::sleep(Duration::from_millis(10)).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::ServeConfig;
+
+    /// Security round 4: behind a reverse proxy with no trusted proxies set, anyone could lock
+    /// every person out of the console. `serve` says so at start when it listens off loopback
+    /// with no trusted proxies; on loopback, or with a proxy set, it says nothing.
+    #[test]
+    fn serve_warns_when_it_listens_off_loopback_with_no_trusted_proxies() {
+        let mut c = ServeConfig::with_data_dir("/nonexistent".into());
+        assert_eq!(super::proxy_warning(&c), None, "loopback");
+        c.http.listen = "0.0.0.0:8080".parse().expect("addr");
+        let warning = super::proxy_warning(&c).expect("a warning");
+        assert!(warning.contains("BRAINSCAN_TRUSTED_PROXIES"), "{warning}");
+        c.http.trusted_proxies = vec!["10.0.0.0/8".parse().expect("proxy")];
+        assert_eq!(super::proxy_warning(&c), None, "a proxy is set");
+    }
 }

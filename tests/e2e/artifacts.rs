@@ -197,3 +197,107 @@ async fn artifacts_stream_exact_ranges_with_nosniff_and_a_concurrency_cap() {
     assert_eq!(r.headers()["x-content-type-options"], "nosniff");
     t.stop().await;
 }
+
+/// Security round 4: 40 connections that never read a 4 MB video held every artifact slot, and
+/// every tenant's links answered 503 for as long as they stayed open. A client now holds at
+/// most `BRAINSCAN_ARTIFACT_CONCURRENCY_PER_CLIENT` slots (429 past that, while other clients
+/// still get theirs), and a reader that stops reading is cut off by the send timeout, which
+/// frees its slots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_readers_cannot_hold_the_artifact_slots() {
+    use tokio::io::AsyncWriteExt;
+    let t = crate::support::TestApp::start_with(
+        |c| {
+            c.artifacts.artifact_concurrency = 8;
+            c.artifacts.artifact_concurrency_per_client = 2;
+            c.http.send_timeout_secs = 1;
+            c.http.trusted_proxies = vec!["127.0.0.1".parse().expect("proxy")];
+        },
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    // 15 MiB: more than loopback socket buffers hold, so an unread response stalls.
+    let bytes: Vec<u8> = (0..15 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let key = "scans/scan_test/slow.mp4";
+    t.app.artifacts.put(key, bytes.clone()).await.expect("put");
+    let url = t
+        .app
+        .artifacts
+        .signed_url(key, &t.base, t.app.clock.now_ms() / 1000)
+        .await
+        .expect("url");
+    let path = url.trim_start_matches(&t.base).to_owned();
+    let addr = t.base.trim_start_matches("http://").to_owned();
+    // Two connections from one client that ask for the whole file and never read.
+    let mut stalled = Vec::new();
+    for _ in 0..2 {
+        let mut s = tokio::net::TcpStream::connect(&addr)
+            .await
+            .expect("connect");
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nX-Forwarded-For: 198.51.100.1\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .expect("write");
+        stalled.push(s);
+    }
+    let status = |client: &'static str| {
+        let (http, url) = (t.http.clone(), url.clone());
+        async move {
+            http.get(url)
+                .header("x-forwarded-for", client)
+                .header("range", "bytes=0-0")
+                .send()
+                .await
+                .expect("send")
+                .status()
+                .as_u16()
+        }
+    };
+    // Wait until both stalled responses hold their slots.
+    let mut held = false;
+    for _ in 0..50 {
+        if t.app
+            .artifact_clients
+            .held_by("198.51.100.1".parse().expect("ip"))
+            == 2
+        {
+            held = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(held, "both stalled downloads hold a slot");
+    assert_eq!(
+        status("198.51.100.1").await,
+        429,
+        "the client holds its cap"
+    );
+    assert_eq!(status("203.0.113.5").await, 206, "another client is served");
+    // The send timeout (1 s here) cuts the stalled readers off and frees their slots.
+    let mut freed = false;
+    for _ in 0..60 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if t.app
+            .artifact_clients
+            .held_by("198.51.100.1".parse().expect("ip"))
+            == 0
+        {
+            freed = true;
+            break;
+        }
+    }
+    assert!(freed, "a reader that stops reading is cut off");
+    assert_eq!(status("198.51.100.1").await, 206);
+    drop(stalled);
+    t.stop().await;
+}
+
+/// The deadline grows with the body: a minute, and a second per 64 KiB (16 MiB: 316 s).
+#[test]
+fn an_artifact_body_has_a_deadline_by_its_size() {
+    use brainscan::api::artifacts::body_deadline;
+    assert_eq!(body_deadline(0).as_secs(), 60);
+    assert_eq!(body_deadline(16 * 1024 * 1024).as_secs(), 60 + 256);
+}

@@ -807,7 +807,21 @@ async fn a_person_signs_in_scans_on_the_plan_and_makes_a_key_in_a_real_browser()
         link.starts_with(&format!("{base}/console/session/link?token=")),
         "{link}"
     );
+    // The link opens a page naming the account; only its button signs in.
     c.goto(&link).await.expect("goto link");
+    let named = until(
+        &c,
+        "the link's confirmation page",
+        "(document.getElementById('link-email') || {}).textContent",
+    )
+    .await;
+    assert_eq!(named.as_str(), Some("ada@example.com"));
+    c.find(Locator::Id("link-confirm"))
+        .await
+        .expect("the confirm button")
+        .click()
+        .await
+        .expect("click");
     until(&c, "the scans page", "document.getElementById('plan-line')").await;
     c.goto(&link).await.expect("goto link again");
     let note = until(

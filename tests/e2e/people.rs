@@ -187,6 +187,93 @@ async fn console_scans_use_the_plan_and_never_the_wallet() {
     t.stop().await;
 }
 
+/// Security round 4: a scan cancelled once a worker had begun cost nothing and was counted
+/// nowhere, and a console cancel gave the plan allowance back, so a Free person could keep a
+/// worker busy forever. Work that began now uses the allowance and counts as failed work; a
+/// scan cancelled while still queued stays free.
+#[tokio::test]
+async fn a_scan_cancelled_after_work_began_uses_the_allowance_and_counts_as_failed_work() {
+    use std::time::Duration;
+    let t = TestApp::start_with(
+        |c| c.fetch.probe_timeout_secs = 1,
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    let org = t.org("acme", 1_000).await;
+    person(&t, "ada@example.com", &org, Role::Member).await;
+    let s = sign_in(&t, "ada@example.com").await;
+    // The slow host: the submit probe times out (accepted unprobed) and the worker downloads
+    // for seconds, long enough to cancel it while it works.
+    let slow = json!({"input": {"type": "video", "video_url": t.media.url("/slow/clip.mp4")}});
+    let (status, created) = post(&t, &s, "/console/api/v1/scans", slow).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{created}");
+    let id = created["scan_id"].as_str().expect("id").to_owned();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while t.app.db.get_scan_by_id(&id).await.expect("scan").stage != "downloading" {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the worker never began"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, cancelled) = post(
+        &t,
+        &s,
+        &format!("/console/api/v1/scans/{id}/cancel"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    let (_, me) = get(&t, &s, "/console/session/me").await;
+    assert_eq!(me["orgs"][0]["used_this_month"], 1, "{me}");
+    let (status, e) = post(&t, &s, "/console/api/v1/scans", tone_scan(&t)).await;
+    assert_eq!(
+        (status, e["error"].as_str()),
+        (StatusCode::PAYMENT_REQUIRED, Some("plan_allowance_used"))
+    );
+    assert_eq!(
+        t.app
+            .db
+            .failed_scans_since(&org.id, 0)
+            .await
+            .expect("count"),
+        1
+    );
+    t.stop().await;
+
+    // Cancelled while queued (no worker runs here): free, and no failed work.
+    let t = TestApp::start_with(
+        |c| c.queue.workers = 0,
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    let org = t.org("acme", 1_000).await;
+    person(&t, "ada@example.com", &org, Role::Member).await;
+    let s = sign_in(&t, "ada@example.com").await;
+    let (status, created) = post(&t, &s, "/console/api/v1/scans", tone_scan(&t)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{created}");
+    let id = created["scan_id"].as_str().expect("id").to_owned();
+    let (status, _) = post(
+        &t,
+        &s,
+        &format!("/console/api/v1/scans/{id}/cancel"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, me) = get(&t, &s, "/console/session/me").await;
+    assert_eq!(me["orgs"][0]["used_this_month"], 0, "{me}");
+    assert_eq!(
+        t.app
+            .db
+            .failed_scans_since(&org.id, 0)
+            .await
+            .expect("count"),
+        0
+    );
+    t.stop().await;
+}
+
 #[tokio::test]
 async fn every_write_needs_the_sessions_csrf_token() {
     let t = TestApp::start().await;
@@ -473,6 +560,203 @@ async fn sign_in_answers_alike_for_unknown_emails_and_is_rate_limited() {
     t.stop().await;
 }
 
+/// Sign-in through a trusted proxy (127.0.0.1 in the test), as from `client`.
+async fn sign_in_from(t: &TestApp, client: &str, email: &str, password: &str) -> reqwest::Response {
+    t.http
+        .post(format!("{}/console/session/sign-in", t.base))
+        .header("x-forwarded-for", client)
+        .json(&json!({"email": email, "password": password}))
+        .send()
+        .await
+        .expect("send")
+}
+
+/// Security round 4: the limit was checked before the hash and recorded after it, so 30
+/// parallel attempts were all checked and the right password among them signed in, and 150
+/// guesses met no 429. Every attempt is now counted before its hash: from one address at most
+/// five of a burst are checked, and the right password inside the burst is refused like the
+/// rest; from 150 addresses against one email, five and the few the growing delay lets
+/// through while the burst lasts.
+#[tokio::test]
+async fn a_burst_of_sign_ins_is_limited_as_a_sequence_is() {
+    let t = TestApp::start_with(
+        |c| c.http.trusted_proxies = vec!["127.0.0.1".parse().expect("proxy")],
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    let org = t.org("acme", 1_000).await;
+    person(&t, "ada@example.com", &org, Role::Owner).await;
+    person(&t, "bob@example.com", &org, Role::Owner).await;
+    let tally = |statuses: &[StatusCode]| {
+        let n = |s: StatusCode| statuses.iter().filter(|x| **x == s).count();
+        (
+            n(StatusCode::OK),
+            n(StatusCode::UNAUTHORIZED),
+            n(StatusCode::TOO_MANY_REQUESTS) + n(StatusCode::SERVICE_UNAVAILABLE),
+        )
+    };
+    // 30 from one address: 29 wrong, then the right one while they are in flight.
+    let mut burst = Vec::new();
+    for _ in 0..29 {
+        let t = &t;
+        burst.push(async move {
+            sign_in_from(t, "198.51.100.7", "ada@example.com", "wrong password here")
+                .await
+                .status()
+        });
+    }
+    let right = async {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        sign_in_from(&t, "198.51.100.7", "ada@example.com", PASSWORD)
+            .await
+            .status()
+    };
+    let (mut statuses, right) = tokio::join!(futures_util::future::join_all(burst), right);
+    assert_ne!(
+        right,
+        StatusCode::OK,
+        "the right password inside a burst is refused"
+    );
+    statuses.push(right);
+    let (ok, checked, refused) = tally(&statuses);
+    assert_eq!(ok, 0);
+    assert!(checked <= 5, "{checked} of 30 were checked: {statuses:?}");
+    assert_eq!(checked + refused, 30);
+
+    // 150 from one address against another email: five checked.
+    let statuses = futures_util::future::join_all((0..150).map(|_| async {
+        sign_in_from(&t, "198.51.100.8", "bob@example.com", "wrong password here")
+            .await
+            .status()
+    }))
+    .await;
+    let (ok, checked, refused) = tally(&statuses);
+    assert_eq!((ok, checked + refused), (0, 150));
+    assert!(checked <= 5, "{checked} of 150 were checked");
+
+    // 150 from 150 addresses against one email (a botnet): five, then one per growing delay
+    // (1 s, 2 s, 4 s …) while the burst lasts.
+    let started = std::time::Instant::now();
+    let statuses = futures_util::future::join_all((0..150).map(|i| {
+        let t = &t;
+        async move {
+            sign_in_from(
+                t,
+                &format!("203.0.113.{i}"),
+                "ada@example.com",
+                "wrong guess here",
+            )
+            .await
+            .status()
+        }
+    }))
+    .await;
+    let seconds = started.elapsed().as_secs_f64();
+    let (ok, checked, _) = tally(&statuses);
+    // Delays of 1, 2, 4 … s: within s seconds at most log2(s + 1) + 1 beyond the five.
+    let allowed = 5 + (seconds + 1.0).log2().floor() as usize + 1;
+    assert_eq!(ok, 0);
+    assert!(
+        checked <= allowed,
+        "{checked} of 150 were checked in {seconds:.1} s (at most {allowed})"
+    );
+    t.stop().await;
+}
+
+/// Security round 4: behind a proxy, five failures for made-up emails from the proxy's
+/// address blocked the owner's right password and a fresh link. With the proxy trusted, a
+/// guesser's address is its own; and a guesser of the owner's email slows the owner down by
+/// a growing delay, never locks them out: after waiting, the right password from another
+/// address signs in. Link sign-ins are not limited at all (238 random bits, nothing to guess).
+#[tokio::test]
+async fn a_guesser_cannot_lock_the_owner_out() {
+    let t = TestApp::start_with(
+        |c| c.http.trusted_proxies = vec!["127.0.0.1".parse().expect("proxy")],
+        std::sync::Arc::new(crate::support::FixtureAnalyzer),
+    )
+    .await;
+    let org = t.org("acme", 1_000).await;
+    let ada = person(&t, "ada@example.com", &org, Role::Owner).await;
+    // Five made-up emails from the guesser's address: that address is locked, no other.
+    for i in 0..5 {
+        let r = sign_in_from(
+            &t,
+            "198.51.100.66",
+            &format!("x{i}@example.com"),
+            "guess guess",
+        )
+        .await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    }
+    let r = sign_in_from(&t, "198.51.100.66", "ada@example.com", PASSWORD).await;
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    let r = sign_in_from(&t, "192.0.2.10", "ada@example.com", PASSWORD).await;
+    assert_eq!(
+        r.status(),
+        StatusCode::OK,
+        "the owner from their own address"
+    );
+
+    // Five wrong passwords for the owner's email, from five addresses: the owner waits the
+    // delay, then signs in from a sixth.
+    for i in 0..5 {
+        let r = sign_in_from(
+            &t,
+            &format!("203.0.113.{i}"),
+            "ada@example.com",
+            "guess guess",
+        )
+        .await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    }
+    let r = sign_in_from(&t, "192.0.2.11", "ada@example.com", PASSWORD).await;
+    let wait = if r.status() == StatusCode::TOO_MANY_REQUESTS {
+        let secs: u64 = r.headers()["retry-after"]
+            .to_str()
+            .expect("ascii")
+            .parse()
+            .expect("seconds");
+        assert!(secs <= 2, "a delay, not a lock: {secs} s");
+        secs
+    } else {
+        assert_eq!(r.status(), StatusCode::OK);
+        0
+    };
+    if wait > 0 {
+        tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+        let r = sign_in_from(&t, "192.0.2.11", "ada@example.com", PASSWORD).await;
+        assert_eq!(r.status(), StatusCode::OK, "after the delay");
+    }
+
+    // A sign-in link from the locked address still works: links are not guessed.
+    let token = people::new_token();
+    let now = t.app.clock.now_ms();
+    t.app
+        .db
+        .create_signin_link(
+            &brainscan::auth::hash_hex(&token),
+            &ada.id,
+            now,
+            now + 60_000,
+        )
+        .await
+        .expect("link");
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let r = browser
+        .post(format!("{}/console/session/link", t.base))
+        .header("x-forwarded-for", "198.51.100.66")
+        .form(&[("token", token.as_str())])
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert!(session_cookie(&r).is_some());
+    t.stop().await;
+}
+
 #[tokio::test]
 async fn a_sign_in_link_works_once() {
     let t = TestApp::start().await;
@@ -505,9 +789,44 @@ async fn a_sign_in_link_works_once() {
         .build()
         .expect("client");
     let link = format!("{}/console/session/link?token={token}", t.base);
-    let r = browser.get(&link).send().await.expect("send");
+    // Opening the link uses nothing (a mail scanner's GET): it shows whose account it signs
+    // in to, with a button that posts the token back, and it keeps no copy in any cache.
+    for _ in 0..2 {
+        let r = browser.get(&link).send().await.expect("send");
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(r.headers()["cache-control"], "no-store");
+        assert!(
+            r.headers()["content-security-policy"]
+                .to_str()
+                .expect("ascii")
+                .contains("frame-ancestors 'none'")
+        );
+        assert!(session_cookie(&r).is_none(), "a GET signs nobody in");
+        let page = r.text().await.expect("page");
+        assert!(page.contains("lin@example.com"), "{page}");
+        assert!(page.contains(r#"<form method="post" action="/console/session/link">"#));
+        assert!(page.contains(&format!(r#"value="{token}""#)));
+    }
+    // Another site cannot post it (login CSRF: signing a browser in to its account).
+    let r = browser
+        .post(format!("{}/console/session/link", t.base))
+        .header("origin", "https://evil.example")
+        .form(&[("token", token.as_str())])
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let host = t.base.trim_start_matches("http://");
+    let confirm = || {
+        browser
+            .post(format!("{}/console/session/link", t.base))
+            .header("origin", format!("http://{host}"))
+            .form(&[("token", token.as_str())])
+    };
+    let r = confirm().send().await.expect("send");
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(r.headers()["location"], "/console/#/scans");
+    assert_eq!(r.headers()["cache-control"], "no-store");
     let cookie = session_cookie(&r).expect("signed in");
     let r = browser
         .get(format!("{}/console/session/me", t.base))
@@ -515,13 +834,21 @@ async fn a_sign_in_link_works_once() {
         .send()
         .await
         .expect("send");
+    assert_eq!(r.headers()["cache-control"], "no-store");
     let me: Value = r.json().await.expect("json");
     assert_eq!(me["email"], "lin@example.com");
 
-    let r = browser.get(&link).send().await.expect("send");
+    let r = confirm().send().await.expect("send");
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(r.headers()["location"], "/console/#/signin/link-expired");
     assert!(session_cookie(&r).is_none(), "a used link signs nobody in");
+    let r = browser.get(&link).send().await.expect("send");
+    assert_eq!(
+        r.status(),
+        StatusCode::SEE_OTHER,
+        "a used link shows no page"
+    );
+    assert_eq!(r.headers()["location"], "/console/#/signin/link-expired");
     t.stop().await;
 }
 

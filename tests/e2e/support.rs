@@ -175,6 +175,11 @@ fn content_type(name: &str) -> &'static str {
 }
 
 async fn media(State(s): State<Arc<ServerState>>, AxPath(name): AxPath<String>) -> Response {
+    *s.hits
+        .lock()
+        .expect("lock")
+        .entry(format!("media/{name}"))
+        .or_default() += 1;
     match std::fs::read(s.dir.join(&name)) {
         Ok(bytes) => ([(header::CONTENT_TYPE, content_type(&name))], bytes).into_response(),
         Err(_) => StatusCode::NOT_FOUND.into_response(),

@@ -46,7 +46,10 @@ impl FromRequestParts<Arc<App>> for Admin {
         };
         // The client's address, read through trusted proxies only: behind a proxy every
         // peer is the proxy, and one guesser would lock out everyone.
-        let peer = super::client_addr::of_request(parts, &app.config.http.trusted_proxies);
+        let peer = crate::lockout::address_key(super::client_addr::of_request(
+            parts,
+            &app.config.http.trusted_proxies,
+        ));
         let now = std::time::Instant::now();
         if let Some(wait) = app.admin_lockout.locked_out(peer, now) {
             let mut e = ApiError::rate_limited(wait);

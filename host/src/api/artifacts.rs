@@ -7,7 +7,11 @@
 //! Single byte ranges (`Range: bytes=a-b`, `bytes=a-`, `bytes=-n`) are answered 206 with
 //! `Content-Range`: a browser's `<video>` can only seek in a file served this way. Only the
 //! bytes asked for are read from the store, streamed, and at most
-//! `BRAINSCAN_ARTIFACT_CONCURRENCY` responses stream at once (503 `busy` past that).
+//! `BRAINSCAN_ARTIFACT_CONCURRENCY` responses stream at once (503 `busy` past that), at most
+//! `BRAINSCAN_ARTIFACT_CONCURRENCY_PER_CLIENT` of them for one client address (429 past
+//! that), so one client cannot hold every slot. A response holds its slots until its body is
+//! sent, and no longer than its deadline ([`body_deadline`]); a client that stops reading is
+//! cut off by the connection's send timeout (`BRAINSCAN_SEND_TIMEOUT_SECS`).
 
 use std::sync::Arc;
 
@@ -19,6 +23,7 @@ use serde::Deserialize;
 use futures_util::StreamExt;
 
 use super::ApiError;
+use super::client_addr::ClientAddress;
 use crate::app::App;
 use crate::artifacts::{MAX_ARTIFACT_BYTES, UrlError};
 
@@ -52,8 +57,16 @@ fn byte_range(header: Option<&str>, len: u64) -> Option<Result<(u64, u64), ()>> 
     })
 }
 
+/// The longest an artifact body of `bytes` may take to send: a minute, plus a second for every
+/// 64 KiB (a reader below 64 KiB/s on a large file, or a stalled one, is cut off).
+#[must_use]
+pub fn body_deadline(bytes: u64) -> std::time::Duration {
+    std::time::Duration::from_secs(60 + bytes / (64 * 1024))
+}
+
 pub async fn get_artifact(
     State(app): State<Arc<App>>,
+    ClientAddress(client): ClientAddress,
     Path(key): Path<String>,
     headers: axum::http::HeaderMap,
     query: Result<Query<SignedQuery>, axum::extract::rejection::QueryRejection>,
@@ -78,8 +91,16 @@ pub async fn get_artifact(
             };
             ApiError::new(StatusCode::FORBIDDEN, code, e.to_string())
         })?;
-    // A bounded number of artifact responses stream at once; each holds its permit until
-    // its body has been sent (or the client has gone).
+    // A bounded number of artifact responses stream at once, a few per client; each holds
+    // its permits until its body has been sent, the client has gone, or its deadline passed.
+    let Some(client_slot) = app.artifact_clients.try_take(client) else {
+        let mut e = ApiError::rate_limited(std::time::Duration::from_secs(1));
+        e.message = format!(
+            "this address already has {} artifact downloads in progress; finish one first",
+            app.config.artifacts.artifact_concurrency_per_client.max(1)
+        );
+        return Err(e);
+    };
     let Ok(permit) = app.artifact_slots.clone().try_acquire_owned() else {
         let mut e = ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -137,10 +158,24 @@ pub async fn get_artifact(
             .stream(&key, start..end)
             .await
             .map_err(unreadable)?;
-        axum::body::Body::from_stream(stream.map(move |chunk| {
-            let _held = &permit;
-            chunk
-        }))
+        let mut expiry = Box::pin(tokio::time::sleep(body_deadline(end - start)));
+        let held = (permit, client_slot);
+        let mut stream = stream;
+        // Past the deadline the body ends in an error, which closes the connection and
+        // releases the slots (the send timeout covers a reader that reads nothing at all).
+        let timed = futures_util::stream::poll_fn(move |cx| {
+            let _held = &held;
+            if expiry.as_mut().poll(cx).is_ready() {
+                return std::task::Poll::Ready(Some(Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the artifact response passed its deadline",
+                ))));
+            }
+            stream
+                .poll_next_unpin(cx)
+                .map(|next| next.map(|chunk| chunk.map_err(std::io::Error::other)))
+        });
+        axum::body::Body::from_stream(timed)
     };
     let mut r = (status, common, body).into_response();
     if let Ok(v) = (end - start).to_string().parse() {

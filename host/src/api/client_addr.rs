@@ -56,6 +56,21 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
         .map(|ip: IpAddr| ip.to_canonical())
 }
 
+/// The client's address as an extractor, read through trusted proxies only (see
+/// [`client_ip`]).
+pub struct ClientAddress(pub IpAddr);
+
+impl axum::extract::FromRequestParts<std::sync::Arc<crate::app::App>> for ClientAddress {
+    type Rejection = super::ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        app: &std::sync::Arc<crate::app::App>,
+    ) -> Result<Self, super::ApiError> {
+        Ok(Self(of_request(parts, &app.config.http.trusted_proxies)))
+    }
+}
+
 /// The client address of a request's `parts`: its connection's peer (unspecified for a
 /// router driven directly, as unit tests do), read through [`client_ip`].
 #[must_use]

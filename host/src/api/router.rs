@@ -95,6 +95,16 @@ async fn no_sniffing(mut response: axum::response::Response) -> axum::response::
     response
 }
 
+/// `Cache-Control: no-store` on every answer under `/console/session` (who is signed in, CSRF
+/// tokens, keys): a shared or browser cache must never keep them.
+async fn no_store(mut response: axum::response::Response) -> axum::response::Response {
+    response.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-store"),
+    );
+    response
+}
+
 /// How long `/mcp` may take: its longest wait (`get_scan`'s `wait_seconds`) and a margin for
 /// the read that follows. Every other route has `BRAINSCAN_REQUEST_TIMEOUT_SECS`.
 const MCP_DEADLINE: Duration = Duration::from_secs(crate::mcp::MAX_WAIT_SECONDS + 15);
@@ -205,22 +215,30 @@ pub fn router_for(app: Arc<App>, surface: Surface) -> Router {
             .route("/console/", get(console::index))
             .route("/console/{file}", get(console::asset))
             // People in the console: sign-in, their organisations, keys in account settings.
-            .route("/console/session/sign-in", post(session::sign_in))
-            .route("/console/session/link", get(session::sign_in_with_link))
+            // Every answer under /console/session is personal: never stored by a cache.
             .nest(
                 "/console/session",
                 Router::new()
-                    .route("/sign-out", post(session::sign_out))
-                    .route("/me", get(session::me))
+                    .route("/sign-in", post(session::sign_in))
                     .route(
-                        "/orgs/{org}/keys",
-                        get(session::list_keys).post(session::create_key),
+                        "/link",
+                        get(session::confirm_link).post(session::sign_in_with_link),
                     )
-                    .route("/orgs/{org}/keys/{id}", delete(session::revoke_key))
-                    .layer(middleware::from_fn_with_state(
-                        app.clone(),
-                        session::csrf_guard,
-                    )),
+                    .merge(
+                        Router::new()
+                            .route("/sign-out", post(session::sign_out))
+                            .route("/me", get(session::me))
+                            .route(
+                                "/orgs/{org}/keys",
+                                get(session::list_keys).post(session::create_key),
+                            )
+                            .route("/orgs/{org}/keys/{id}", delete(session::revoke_key))
+                            .layer(middleware::from_fn_with_state(
+                                app.clone(),
+                                session::csrf_guard,
+                            )),
+                    )
+                    .layer(middleware::map_response(no_store)),
             )
             // The public API's own handlers, authorised by a session instead of a key.
             .nest(

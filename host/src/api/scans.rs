@@ -560,7 +560,25 @@ pub async fn create_scan(
     }
 
     match app.probe_slots.try_take(&caller.org_id) {
-        Some(_slot) => probe_up_front(&app, &request).await?,
+        Some(_slot) => {
+            if let Err(refused) = probe_up_front(&app, &request).await {
+                // The URL was read and what it answered refused (422: a page without media,
+                // a file that does not decode, a clip too long, a failed download): work done
+                // for nothing, counted like a failed scan. Addresses the guard refuses (400)
+                // are refused before any connection, at no cost.
+                if refused.status == StatusCode::UNPROCESSABLE_ENTITY {
+                    app.db
+                        .record_refused_submit(
+                            &caller.org_id,
+                            refused.code,
+                            now_ms,
+                            now_ms - FAILED_WORK_WINDOW_MS,
+                        )
+                        .await?;
+                }
+                return Err(refused);
+            }
+        }
         None => tracing::info!("every probe slot is taken; accepted unprobed, the worker checks"),
     }
 

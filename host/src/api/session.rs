@@ -2,10 +2,15 @@
 //! the organisation's API keys in account settings, and the gate that lets a session use the
 //! public API's handlers under `/console/api/v1`.
 //!
-//! - **The cookie** (`brainscan_session`) is `HttpOnly`, `SameSite=Strict`, scoped to
-//!   `/console`, and `Secure` unless the request came to a loopback host name. Its path keeps
-//!   it off `/api/v1` altogether, and the key extractor there reads only `Authorization`: a
-//!   session is never an API key, and an API key is never a session.
+//! - **The cookie** is `HttpOnly` and `SameSite=Strict`. Whether it is `Secure` is decided by
+//!   the configuration ([`people::CookiePolicy`]), never by a request's `Host` header: when it
+//!   is, it is `__Host-brainscan_session` with path `/` (the prefix makes browsers enforce
+//!   both); when it is not (loopback, plain HTTP), `brainscan_session` with path `/console`.
+//!   The key extractor on `/api/v1` reads only `Authorization`: a session is never an API
+//!   key, and an API key is never a session.
+//! - **Sign-in links** open a confirmation page that names the account and posts the token
+//!   back; only that POST, from this origin, uses the link. A link scanner's GET uses nothing,
+//!   and another site cannot sign a browser in to the account of its choice.
 //! - **CSRF**: every state-changing request with a session carries the session's own random
 //!   token in `X-CSRF-Token`, compared in constant time; `SameSite=Strict` is the second line.
 //! - **Which organisation**: a person may belong to several; console API calls name one in
@@ -14,7 +19,6 @@
 //! - These routes are the console's, not the public API: they are not in the OpenAPI
 //!   document, and API clients never see them.
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -28,11 +32,12 @@ use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
 use super::ApiError;
+use super::client_addr::ClientAddress;
 use super::extract::{ApiJson, ApiQuery, SessionCaller};
 use crate::app::App;
 use crate::auth::{self, Caller, Via, hash_hex};
 use crate::clock::iso8601;
-use crate::people::{self, CSRF_HEADER, ORG_HEADER, Plan, Role, SESSION_COOKIE};
+use crate::people::{self, CSRF_HEADER, ORG_HEADER, Plan, Role};
 use crate::store::people::{Membership, Person, SessionRow};
 
 /// Active API keys an organisation may hold; creating more answers 409.
@@ -59,47 +64,32 @@ fn forbidden(code: &'static str, message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::FORBIDDEN, code, message)
 }
 
-/// The session token in the request's `Cookie` header, if any.
-fn cookie_token(headers: &HeaderMap) -> Option<String> {
+/// The session token in the request's `Cookie` header, if any (the cookie named by `policy`).
+fn cookie_token(headers: &HeaderMap, policy: &people::CookiePolicy) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(cookie::Cookie::split_parse)
         .filter_map(Result::ok)
-        .find(|c| c.name() == SESSION_COOKIE)
+        .find(|c| c.name() == policy.name)
         .map(|c| c.value().to_owned())
         .filter(|v| !v.is_empty() && v.len() <= 64)
 }
 
-/// Whether the request was addressed to this machine's loopback (`localhost`, 127.0.0.0/8,
-/// `[::1]`): the only case where the cookie may go without `Secure`, since a browser on plain
-/// HTTP drops a `Secure` cookie and loopback traffic never leaves the machine.
-fn loopback_host(headers: &HeaderMap) -> bool {
-    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or_default(),
-        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
-    };
-    name.eq_ignore_ascii_case("localhost")
-        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
-
-fn session_cookie(token: &str, headers: &HeaderMap, max_age_secs: i64) -> HeaderValue {
-    let c = cookie::Cookie::build((SESSION_COOKIE, token.to_owned()))
-        .path("/console")
+fn session_cookie(token: &str, policy: &people::CookiePolicy, max_age_secs: i64) -> HeaderValue {
+    let c = cookie::Cookie::build((policy.name, token.to_owned()))
+        .path(policy.path)
         .http_only(true)
         .same_site(cookie::SameSite::Strict)
-        .secure(!loopback_host(headers))
+        .secure(policy.secure)
         .max_age(cookie::time::Duration::seconds(max_age_secs))
         .build();
     HeaderValue::from_str(&c.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
 async fn signed_in(app: &App, headers: &HeaderMap) -> Result<SignedIn, ApiError> {
-    let token = cookie_token(headers).ok_or_else(signed_out)?;
+    let token = cookie_token(headers, &app.cookie_policy).ok_or_else(signed_out)?;
     let token_hash = hash_hex(&token);
     let session = app
         .db
@@ -226,20 +216,6 @@ async fn authorise(app: &App, parts: &Parts) -> Result<Arc<Caller>, ApiError> {
 
 // ---------- sign-in and sign-out ----------
 
-/// The client's address, read through trusted proxies only (as the admin lockout reads it).
-pub struct ClientAddress(IpAddr);
-
-impl axum::extract::FromRequestParts<Arc<App>> for ClientAddress {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, ApiError> {
-        Ok(Self(super::client_addr::of_request(
-            parts,
-            &app.config.http.trusted_proxies,
-        )))
-    }
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SignInBody {
@@ -299,11 +275,7 @@ async fn me_view(app: &App, person: &Person, session: &SessionRow) -> Result<Me,
 }
 
 /// Starts a session for `person`: the `Set-Cookie` value and the session.
-async fn start_session(
-    app: &App,
-    headers: &HeaderMap,
-    person: &Person,
-) -> Result<(HeaderValue, SessionRow), ApiError> {
+async fn start_session(app: &App, person: &Person) -> Result<(HeaderValue, SessionRow), ApiError> {
     let token = people::new_token();
     let now = app.clock.now_ms();
     let session = SessionRow {
@@ -320,7 +292,7 @@ async fn start_session(
             session.expires_at,
         )
         .await?;
-    let cookie = session_cookie(&token, headers, people::SESSION_TTL_MS / 1000);
+    let cookie = session_cookie(&token, &app.cookie_policy, people::SESSION_TTL_MS / 1000);
     Ok((cookie, session))
 }
 
@@ -334,14 +306,17 @@ fn locked_out(wait: std::time::Duration) -> ApiError {
 }
 
 /// `POST /console/session/sign-in` `{email, password}`: 200 with [`Me`] and the session
-/// cookie; 401 `invalid_credentials` for an unknown email or a wrong password alike; 429
-/// after five failures a minute from one address or for one email.
+/// cookie; 401 `invalid_credentials` for an unknown email or a wrong password alike; 429 past
+/// five attempts a minute from one address (locked for the minute), or past five for one
+/// email (then one attempt per growing delay, from any address: `crate::lockout`). Every
+/// attempt is counted before its password is hashed, so a burst is limited as a sequence is;
+/// 503 `busy` when every hashing slot stays taken for [`people::HASH_WAIT`].
 pub async fn sign_in(
     State(app): State<Arc<App>>,
     ClientAddress(address): ClientAddress,
-    headers: HeaderMap,
     ApiJson(body): ApiJson<SignInBody>,
 ) -> Result<Response, ApiError> {
+    use crate::lockout::{Past, address_key};
     let now = Instant::now();
     let email = people::normalise_email(&body.email).map_err(|m| ApiError::invalid("email", m))?;
     if body.password.is_empty() || body.password.chars().count() > people::PASSWORD_MAX_CHARS {
@@ -351,25 +326,43 @@ pub async fn sign_in(
         ));
     }
     let guard = &app.signin;
-    if let Some(wait) = guard
+    let by_address = guard
         .by_address
-        .locked_out(address, now)
-        .max(guard.by_email.locked_out(email.clone(), now))
+        .reserve(address_key(address), now, Past::Lock)
+        .map_err(locked_out)?;
+    let by_email = match guard
+        .by_email
+        .reserve(email.clone(), now, Past::GrowingDelay)
     {
-        return Err(locked_out(wait));
-    }
+        Ok(r) => r,
+        Err(wait) => {
+            by_address.cancel();
+            return Err(locked_out(wait));
+        }
+    };
     let person = app.db.person_by_email(&email).await?;
     let stored = person.as_ref().and_then(|p| p.password_hash.clone());
+    let Ok(slot) = tokio::time::timeout(people::HASH_WAIT, guard.hashing.acquire()).await else {
+        // Not checked: the attempt does not count against the client.
+        by_address.cancel();
+        by_email.cancel();
+        let mut e = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            "too many sign-ins are being checked; retry shortly",
+        );
+        e.retry_after = Some(1);
+        return Err(e);
+    };
     let verified = {
-        let _slot = guard.hashing.acquire().await.map_err(ApiError::internal)?;
+        let _slot = slot.map_err(ApiError::internal)?;
         let password = body.password;
         tokio::task::spawn_blocking(move || people::verify_password(stored.as_deref(), &password))
             .await
             .map_err(ApiError::internal)?
     };
     let Some(person) = person.filter(|_| verified) else {
-        guard.by_address.failed(address, now);
-        guard.by_email.failed(email, now);
+        // Already counted by the reservations.
         tracing::warn!(%address, "failed console sign-in");
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -377,47 +370,168 @@ pub async fn sign_in(
             "that email and password do not match an account",
         ));
     };
-    guard.by_address.succeeded(address);
-    guard.by_email.succeeded(email);
-    let (cookie, session) = start_session(&app, &headers, &person).await?;
+    by_address.succeeded();
+    by_email.succeeded();
+    let (cookie, session) = start_session(&app, &person).await?;
     tracing::info!(person.id = %person.id, "console sign-in");
     let me = me_view(&app, &person, &session).await?;
     Ok(([(header::SET_COOKIE, cookie)], Json(me)).into_response())
 }
 
+/// A sign-in link's token as the CLI prints it (40 base-62 characters), or `None`.
+fn link_token(token: Option<&str>) -> Option<&str> {
+    token.filter(|t| t.len() == 40 && t.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
 /// `GET /console/session/link?token=…`: a one-time sign-in link from
-/// `brainscan admin person link`. It signs in and sends the browser to the console; a used,
-/// expired or unknown link goes to the sign-in page with a note. Failures count against the
-/// address as wrong passwords do.
-pub async fn sign_in_with_link(
+/// `brainscan admin person link`. It uses nothing: it answers a page that names the account
+/// and asks to sign in, whose button posts the token back ([`sign_in_with_link`]). A used,
+/// expired or unknown link goes to the sign-in page with a note. Links carry 238 random bits:
+/// there is nothing to guess, so they are not rate-limited as passwords are.
+pub async fn confirm_link(
     State(app): State<Arc<App>>,
     ApiQuery(link): ApiQuery<LinkQuery>,
-    ClientAddress(address): ClientAddress,
-    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let now = Instant::now();
-    if let Some(wait) = app.signin.by_address.locked_out(address, now) {
-        return Err(locked_out(wait));
-    }
     // In the query, not the path: request logs record paths, and this is a credential.
-    let token = link.token.unwrap_or_default();
-    let well_formed = token.len() == 40 && token.bytes().all(|b| b.is_ascii_alphanumeric());
-    let person_id = if well_formed {
-        app.db
-            .consume_signin_link(&hash_hex(&token), app.clock.now_ms())
-            .await?
-    } else {
-        None
+    let Some(token) = link_token(link.token.as_deref()) else {
+        return Ok(see_other("/console/#/signin/link-expired", None));
+    };
+    let person = match app
+        .db
+        .peek_signin_link(&hash_hex(token), app.clock.now_ms())
+        .await?
+    {
+        Some(id) => app.db.person_by_id(&id).await?,
+        None => None,
+    };
+    let Some(person) = person else {
+        return Ok(see_other("/console/#/signin/link-expired", None));
+    };
+    let email = html_escape(&person.email);
+    let page = format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="same-origin"><title>Sign in to brainscan</title>
+<link rel="stylesheet" href="/console/app.css"></head>
+<body><main class="signin"><h1>Sign in to brainscan</h1>
+<p>This link signs you in as <strong id="link-email">{email}</strong>. If you did not ask for it, close this page: nothing happens until you press the button.</p>
+<form method="post" action="/console/session/link"><input type="hidden" name="token" value="{token}">
+<button type="submit" id="link-confirm">Sign in as {email}</button></form></main></body></html>
+"#
+    );
+    let mut r = (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        page,
+    )
+        .into_response();
+    let h = r.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // The address holds the token: no other site may see it in a Referer. (Not
+    // `no-referrer`: a browser then sends `Origin: null` with the form, which reads as
+    // another site.)
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    // Not in another site's frame: the button must be pressed here, knowingly.
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    Ok(r)
+}
+
+/// Text for HTML: `&`, `<`, `>`, `"` and `'` escaped.
+fn html_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether a browser says the request came from another site. `Sec-Fetch-Site` decides when
+/// present (anything but `same-origin` or `none`, a typed navigation, is another site);
+/// otherwise an `Origin` that is not this request's own `Host` (`null` included: a sandboxed
+/// frame) is. Clients that are not browsers send neither, and cannot be made to sign anyone
+/// in.
+fn cross_site(headers: &HeaderMap) -> bool {
+    if let Some(site) = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+    {
+        return !(site.eq_ignore_ascii_case("same-origin") || site.eq_ignore_ascii_case("none"));
+    }
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return false;
+    };
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    let origin_host = origin
+        .to_str()
+        .ok()
+        .and_then(|o| url::Url::parse(o).ok())
+        .and_then(|u| {
+            let host = u.host_str()?.to_owned();
+            Some(match u.port() {
+                Some(p) => format!("{host}:{p}"),
+                None => host,
+            })
+        });
+    match (origin_host, host) {
+        (Some(o), Some(h)) => !o.eq_ignore_ascii_case(h.trim()),
+        _ => true,
+    }
+}
+
+#[derive(Deserialize)]
+pub struct LinkForm {
+    token: Option<String>,
+}
+
+/// `POST /console/session/link` (form `token=…`, from [`confirm_link`]'s page): uses the link,
+/// once, signs in and sends the browser to the console. A used, expired or unknown link goes
+/// to the sign-in page with a note; a post from another site is refused (403
+/// `csrf_failed`).
+pub async fn sign_in_with_link(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    form: Result<axum::Form<LinkForm>, axum::extract::rejection::FormRejection>,
+) -> Result<Response, ApiError> {
+    if cross_site(&headers) {
+        return Err(forbidden(
+            "csrf_failed",
+            "a sign-in link is used from its own confirmation page, not from another site",
+        ));
+    }
+    let token = form.ok().and_then(|axum::Form(f)| f.token);
+    let person_id = match link_token(token.as_deref()) {
+        Some(token) => {
+            app.db
+                .consume_signin_link(&hash_hex(token), app.clock.now_ms())
+                .await?
+        }
+        None => None,
     };
     let person = match person_id {
         Some(id) => app.db.person_by_id(&id).await?,
         None => None,
     };
     let Some(person) = person else {
-        app.signin.by_address.failed(address, now);
         return Ok(see_other("/console/#/signin/link-expired", None));
     };
-    let (cookie, _) = start_session(&app, &headers, &person).await?;
+    let (cookie, _) = start_session(&app, &person).await?;
     tracing::info!(person.id = %person.id, "console sign-in by link");
     Ok(see_other("/console/#/scans", Some(cookie)))
 }
@@ -452,7 +566,7 @@ pub async fn sign_out(
 ) -> Result<Response, ApiError> {
     let who = signed_in(&app, &headers).await?;
     app.db.delete_session(&who.token_hash).await?;
-    let cookie = session_cookie("", &headers, 0);
+    let cookie = session_cookie("", &app.cookie_policy, 0);
     Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
 }
 
@@ -630,6 +744,7 @@ pub async fn revoke_key(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{SecureCookies, ServeConfig};
 
     fn with(name: &'static str, value: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -637,37 +752,106 @@ mod tests {
         h
     }
 
+    fn policy(listen: &str, public_url: Option<&str>, rule: SecureCookies) -> people::CookiePolicy {
+        let mut c = ServeConfig::with_data_dir("/nonexistent".into());
+        c.http.listen = listen.parse().expect("listen");
+        c.artifacts.public_url = public_url.map(str::to_owned);
+        c.http.secure_cookies = rule;
+        people::CookiePolicy::from_config(&c)
+    }
+
+    /// Security round 4: `Secure` came from the request's `Host`, so a proxy that forwards its
+    /// upstream address dropped it. It comes from the configuration now, whatever `Host` says.
     #[test]
-    fn the_cookie_is_secure_except_on_loopback() {
-        for (host, secure) in [
-            ("127.0.0.1:8080", false),
-            ("localhost:8080", false),
-            ("[::1]:8080", false),
-            ("brainscan.example.com", true),
-            ("10.0.0.5:8080", true),
+    fn the_cookie_is_secure_as_the_configuration_says() {
+        for (listen, public, rule, secure) in [
+            ("127.0.0.1:8080", None, SecureCookies::Auto, false),
+            ("[::1]:8080", None, SecureCookies::Auto, false),
+            ("0.0.0.0:8080", None, SecureCookies::Auto, true),
+            (
+                "127.0.0.1:8080",
+                Some("https://scan.example.com"),
+                SecureCookies::Auto,
+                true,
+            ),
+            (
+                "0.0.0.0:8080",
+                Some("http://10.0.0.5:8080"),
+                SecureCookies::Auto,
+                false,
+            ),
+            ("0.0.0.0:8080", None, SecureCookies::Never, false),
+            ("127.0.0.1:8080", None, SecureCookies::Always, true),
         ] {
-            let c = session_cookie("t", &with("host", host), 60);
+            let p = policy(listen, public, rule);
+            let c = session_cookie("t", &p, 60);
             let c = c.to_str().expect("ascii");
             assert!(
                 c.contains("HttpOnly") && c.contains("SameSite=Strict"),
                 "{c}"
             );
-            assert!(c.contains("Path=/console"), "{c}");
-            assert_eq!(c.contains("Secure"), secure, "{host}: {c}");
+            assert_eq!(c.contains("Secure"), secure, "{listen} {public:?}: {c}");
+            if secure {
+                assert!(c.starts_with("__Host-brainscan_session=t;"), "{c}");
+                assert!(c.contains("Path=/;") || c.ends_with("Path=/"), "{c}");
+                assert!(!c.contains("Domain"), "{c}");
+            } else {
+                assert!(c.starts_with("brainscan_session=t;"), "{c}");
+                assert!(c.contains("Path=/console"), "{c}");
+            }
         }
     }
 
     #[test]
     fn the_session_token_is_read_from_among_other_cookies() {
+        let plain = policy("127.0.0.1:8080", None, SecureCookies::Auto);
+        let secure = policy("0.0.0.0:8080", None, SecureCookies::Auto);
         let h = with("cookie", "theme=dark; brainscan_session=abc123; other=1");
-        assert_eq!(cookie_token(&h).as_deref(), Some("abc123"));
-        assert_eq!(cookie_token(&with("cookie", "theme=dark")), None);
+        assert_eq!(cookie_token(&h, &plain).as_deref(), Some("abc123"));
         assert_eq!(
-            cookie_token(&with(
-                "cookie",
-                &format!("brainscan_session={}", "x".repeat(65))
-            )),
+            cookie_token(&h, &secure),
+            None,
+            "the plain name is not the secure one"
+        );
+        let h = with("cookie", "__Host-brainscan_session=def456");
+        assert_eq!(cookie_token(&h, &secure).as_deref(), Some("def456"));
+        assert_eq!(cookie_token(&with("cookie", "theme=dark"), &plain), None);
+        assert_eq!(
+            cookie_token(
+                &with("cookie", &format!("brainscan_session={}", "x".repeat(65))),
+                &plain
+            ),
             None
+        );
+    }
+
+    #[test]
+    fn a_link_post_from_another_site_is_told_apart() {
+        let mut h = with("host", "scan.example.com");
+        assert!(
+            !cross_site(&h),
+            "no Origin: not a browser's cross-site post"
+        );
+        h.insert(
+            header::ORIGIN,
+            "https://scan.example.com".parse().expect("v"),
+        );
+        assert!(!cross_site(&h));
+        h.insert(header::ORIGIN, "https://evil.example".parse().expect("v"));
+        assert!(cross_site(&h));
+        let mut h = with("host", "127.0.0.1:8080");
+        h.insert(header::ORIGIN, "http://127.0.0.1:8080".parse().expect("v"));
+        assert!(!cross_site(&h));
+        h.insert("sec-fetch-site", "cross-site".parse().expect("v"));
+        assert!(cross_site(&h));
+        h.insert("sec-fetch-site", "same-origin".parse().expect("v"));
+        assert!(!cross_site(&h), "the browser's own word decides");
+        let mut h = with("host", "127.0.0.1:8080");
+        h.insert(header::ORIGIN, "null".parse().expect("v"));
+        assert!(cross_site(&h), "a sandboxed frame's null origin");
+        assert_eq!(
+            html_escape(r#"<a href="x">&'"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
     }
 }

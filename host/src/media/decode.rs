@@ -138,7 +138,8 @@ impl Pipe {
     ) -> Result<Self, DecodeError> {
         let (path, dir) = located(path);
         let stdin = second.map_or_else(Stdio::null, Stdio::from);
-        let mut child = Command::new("ffmpeg")
+        let mut command = Command::new("ffmpeg");
+        command
             .args(["-v", "error", "-nostdin"])
             .args(super::demuxers::input_args(spec.demuxer))
             .args(before)
@@ -150,15 +151,15 @@ impl Pipe {
             .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    DecodeError::Missing
-                } else {
-                    DecodeError::Failed(e.to_string())
-                }
-            })?;
+            .kill_on_drop(true);
+        super::demuxers::limit_address_space(&mut command);
+        let mut child = command.spawn().map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                DecodeError::Missing
+            } else {
+                DecodeError::Failed(e.to_string())
+            }
+        })?;
         let stdout = child
             .stdout
             .take()

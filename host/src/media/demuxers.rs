@@ -30,9 +30,26 @@ pub const ALLOWED: &[&str] = &[
 /// fetched may make ffmpeg open a network URL, a pipe, `data:`, `subfile:` or `concat:`.
 pub const PROTOCOLS: &str = "file";
 
+/// The most pixels a decoded picture of fetched media may have (`-max_pixels`): 4096 x 4096,
+/// room for 4K UHD and DCI 4K. A file that declares more is refused before a frame buffer is
+/// made (a 198 KB MP4 declaring 8192 x 8192 made a decode peak at 674 MB without it).
+pub const MAX_PIXELS: u64 = 4096 * 4096;
+
+/// Decoder threads per ffmpeg or ffprobe child (`-threads`): a scan's decode is one of
+/// several things a worker runs, and each thread is a stack of address space.
+pub const DECODE_THREADS: u32 = 2;
+
+/// The address space an ffmpeg or ffprobe child may map ([`limit_address_space`]): 2 GiB,
+/// far above a 720p decode (under 80 MB resident, measured on the corpus clips) and the
+/// shared libraries it maps, far below what a crafted file could make it ask for.
+pub const ADDRESS_SPACE_BYTES: u64 = 2 << 30;
+
 /// The input options that bind ffmpeg or ffprobe to [`ALLOWED`] and [`PROTOCOLS`], and to
-/// `demuxer` when the probe has already named it. They go before `-i` (ffmpeg) or the path
-/// (ffprobe).
+/// `demuxer` when the probe has already named it; that cap the picture ([`MAX_PIXELS`]) and the
+/// decoder threads ([`DECODE_THREADS`]); and, when the demuxer is `mov`, that keep its external
+/// data references closed (`-enable_drefs 0 -use_absolute_path 0`: off by ffmpeg's default
+/// only, and a crafted MP4 with an `alis` reference read a file outside its job folder when
+/// they were on). They go before `-i` (ffmpeg) or the path (ffprobe).
 #[must_use]
 pub fn input_args(demuxer: Option<&'static str>) -> Vec<String> {
     let mut args = vec![
@@ -40,11 +57,46 @@ pub fn input_args(demuxer: Option<&'static str>) -> Vec<String> {
         PROTOCOLS.to_owned(),
         "-format_whitelist".to_owned(),
         ALLOWED.join(","),
+        "-threads".to_owned(),
+        DECODE_THREADS.to_string(),
+        "-max_pixels".to_owned(),
+        MAX_PIXELS.to_string(),
     ];
+    if demuxer == Some("mov") {
+        // Demuxer-private options: ffmpeg refuses them for any other demuxer, so they are
+        // given only once the probe has named this one.
+        args.extend(
+            ["-enable_drefs", "0", "-use_absolute_path", "0"]
+                .into_iter()
+                .map(str::to_owned),
+        );
+    }
     if let Some(d) = demuxer {
         args.extend(["-f".to_owned(), d.to_owned()]);
     }
     args
+}
+
+/// Limits a child's address space to [`ADDRESS_SPACE_BYTES`] (`RLIMIT_AS`), set in the child
+/// between fork and exec: past it, ffmpeg's allocations fail and it exits with an error rather
+/// than growing until the machine swaps.
+#[allow(unsafe_code)]
+pub fn limit_address_space(command: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the forked child before exec. It makes one `setrlimit`
+    // system call through rustix (no allocation, no lock, async-signal-safe) and touches no
+    // state shared with the parent.
+    unsafe {
+        command.pre_exec(|| {
+            rustix::process::setrlimit(
+                rustix::process::Resource::As,
+                rustix::process::Rlimit {
+                    current: Some(ADDRESS_SPACE_BYTES),
+                    maximum: Some(ADDRESS_SPACE_BYTES),
+                },
+            )
+            .map_err(std::io::Error::from)
+        });
+    }
 }
 
 /// The allowed demuxer that ffprobe's `format_name` (a comma-separated alias list, such as
@@ -77,7 +129,14 @@ mod tests {
         let args = input_args(Some("mov"));
         assert_eq!(&args[..2], ["-protocol_whitelist", "file"]);
         assert!(!args[3].contains("hls") && args[3].contains("matroska"));
-        assert_eq!(&args[4..], ["-f", "mov"]);
+        assert_eq!(&args[4..8], ["-threads", "2", "-max_pixels", "16777216"]);
+        assert_eq!(
+            &args[8..],
+            ["-enable_drefs", "0", "-use_absolute_path", "0", "-f", "mov"]
+        );
+        // Other demuxers have no such options, and ffmpeg refuses options a demuxer lacks.
+        assert_eq!(&input_args(Some("matroska"))[8..], ["-f", "matroska"]);
+        assert_eq!(input_args(None).len(), 8);
     }
 
     /// A secret beside the job: a Matroska file whose subtitle line and audio the crafted
@@ -270,5 +329,206 @@ mod tests {
             .await
             .expect("its subtitles read");
         assert!(text.contains(SECRET_LINE));
+    }
+
+    /// The boxes of an ISO BMFF byte range: (offset, size, type).
+    fn boxes(bytes: &[u8], start: usize, end: usize) -> Vec<(usize, usize, [u8; 4])> {
+        let mut out = Vec::new();
+        let mut at = start;
+        while at + 8 <= end {
+            let size = u32::from_be_bytes(bytes[at..at + 4].try_into().expect("4")) as usize;
+            let kind: [u8; 4] = bytes[at + 4..at + 8].try_into().expect("4");
+            if size < 8 || at + size > end {
+                break;
+            }
+            out.push((at, size, kind));
+            at += size;
+        }
+        out
+    }
+
+    /// The chain of boxes from the top level down to the first `dref`.
+    fn dref_chain(bytes: &[u8], start: usize, end: usize) -> Option<Vec<(usize, usize)>> {
+        for (at, size, kind) in boxes(bytes, start, end) {
+            if &kind == b"dref" {
+                return Some(vec![(at, size)]);
+            }
+            if [b"moov", b"trak", b"mdia", b"minf", b"dinf"].contains(&&kind)
+                && let Some(mut chain) = dref_chain(bytes, at + 8, at + size)
+            {
+                chain.insert(0, (at, size));
+                return Some(chain);
+            }
+        }
+        None
+    }
+
+    /// Security round 4's crafted MP4: one PCM audio track whose data reference is a Mac
+    /// alias (`alis`, as QuickTime writes for media kept in another file) to `secret.bin`,
+    /// one folder up (`nlvl_from` 2), with the path `vol:secret.bin`. Made from an ffmpeg
+    /// QuickTime file by replacing its self-contained `url ` entry; its `moov` follows the
+    /// `mdat`, so no sample offset moves. Beside the job folder lies `secret.bin`: the same
+    /// file with every sample byte 0x11. Returns (job folder, crafted file).
+    fn mov_with_an_alias(root: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+        let job = root.join("job");
+        std::fs::create_dir_all(&job).expect("job");
+        ffmpeg(
+            root,
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "sine=f=440:d=1:sample_rate=16000",
+                "-ac",
+                "1",
+                "-c:a",
+                "pcm_s16le",
+                "-f",
+                "mov",
+                "base.mov",
+            ],
+        );
+        let base = std::fs::read(root.join("base.mov")).expect("base");
+        let chain = dref_chain(&base, 0, base.len()).expect("a dref box");
+        let (dref_at, dref_size) = *chain.last().expect("dref");
+        let mut fixed = vec![0u8; 10];
+        fixed.push(3);
+        fixed.extend(*b"vol");
+        fixed.resize(fixed.len() + 24, 0);
+        fixed.extend([0u8; 12]);
+        fixed.push(10);
+        fixed.extend(*b"secret.bin");
+        fixed.resize(fixed.len() + 53, 0);
+        fixed.extend([0u8; 16]);
+        fixed.extend(2u16.to_be_bytes()); // nlvl_from: one folder up
+        fixed.extend(1u16.to_be_bytes()); // nlvl_to
+        fixed.extend([0u8; 16]);
+        assert_eq!(fixed.len(), 150);
+        let mut entry = Vec::new();
+        entry.extend(*b"alis");
+        entry.extend([0u8; 4]);
+        entry.extend(fixed);
+        entry.extend(2u16.to_be_bytes()); // an absolute path follows
+        entry.extend(14u16.to_be_bytes());
+        entry.extend(*b"vol:secret.bin");
+        entry.extend(0xffffu16.to_be_bytes());
+        entry.extend(0u16.to_be_bytes());
+        let mut entry_with_size = (u32::try_from(entry.len() + 4).expect("small"))
+            .to_be_bytes()
+            .to_vec();
+        entry_with_size.extend(entry);
+        // The one entry after dref's header (size, type, version and flags, count).
+        let old = dref_size - 16;
+        let grow = entry_with_size.len() - old;
+        let mut crafted = base[..dref_at + 16].to_vec();
+        crafted.extend(&entry_with_size);
+        crafted.extend(&base[dref_at + dref_size..]);
+        for (at, size) in chain {
+            let grown = u32::try_from(size + grow).expect("small").to_be_bytes();
+            crafted[at..at + 4].copy_from_slice(&grown);
+        }
+        let path = job.join("mov-alis.mp4");
+        std::fs::write(&path, crafted).expect("crafted");
+        let mut secret = base.clone();
+        for (at, size, kind) in boxes(&base, 0, base.len()) {
+            if &kind == b"mdat" {
+                secret[at + 8..at + size].fill(0x11);
+            }
+        }
+        std::fs::write(root.join("secret.bin"), secret).expect("secret");
+        (job, path)
+    }
+
+    /// The alias fixture is a real attack: with `-enable_drefs 1`, ffmpeg decodes the bytes of
+    /// `../secret.bin` (samples of 0x1111); the probe and decode here, whose `mov` options keep
+    /// drefs closed, read nothing of it.
+    #[tokio::test]
+    async fn an_mp4_alias_reference_reads_nothing_outside_its_job_folder() {
+        use super::super::decode::{self, DecodeSpec};
+        use super::super::probe;
+        let root = tempfile::tempdir().expect("tempdir");
+        let (job, crafted) = mov_with_an_alias(root.path());
+        let leaked = |bytes: &[u8]| bytes.len() >= 1024 && bytes[..1024].iter().all(|b| *b == 0x11);
+        let unguarded = std::process::Command::new("ffmpeg")
+            .args([
+                "-v",
+                "error",
+                "-nostdin",
+                "-enable_drefs",
+                "1",
+                "-i",
+                "mov-alis.mp4",
+                "-f",
+                "s16le",
+                "-ac",
+                "1",
+                "pipe:1",
+            ])
+            .current_dir(&job)
+            .output()
+            .expect("ffmpeg");
+        assert!(
+            leaked(&unguarded.stdout),
+            "the fixture no longer reads ../secret.bin unguarded: {}",
+            String::from_utf8_lossy(&unguarded.stderr)
+        );
+        let info = probe::probe(&crafted, std::time::Duration::from_secs(30)).await;
+        let demuxer = info.as_ref().ok().and_then(|i| i.demuxer);
+        assert_eq!(demuxer, Some("mov"), "{info:?}");
+        let spec = DecodeSpec {
+            timeout: std::time::Duration::from_secs(30),
+            demuxer,
+            ..DecodeSpec::default()
+        };
+        let secret = 4369.0 / 32768.0; // 0x1111 as a sample
+        match decode::read_audio(&crafted, spec, 16_000 * 2).await {
+            Ok(samples) => assert!(
+                !samples
+                    .windows(256)
+                    .any(|w| w.iter().all(|s| (s - secret).abs() < 1e-3)),
+                "the secret's samples were decoded"
+            ),
+            Err(e) => eprintln!("refused: {e:?}"),
+        }
+    }
+
+    /// Security round 4: a 198 KB MP4 declaring 8192 x 8192 pictures made a decode peak at
+    /// 674 MB. Past [`MAX_PIXELS`] the probe refuses it before a frame buffer is made; and every
+    /// child runs under the address-space limit.
+    #[tokio::test]
+    async fn a_picture_past_the_pixel_cap_is_refused_and_children_have_an_address_space_limit() {
+        use super::super::probe::{self, ProbeError};
+        let dir = tempfile::tempdir().expect("tempdir");
+        ffmpeg(
+            dir.path(),
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "color=black:s=8192x8192:d=0.1",
+                "-frames:v",
+                "1",
+                "-c:v",
+                "libx264",
+                "-preset",
+                "ultrafast",
+                "huge.mp4",
+            ],
+        );
+        let probed = probe::probe(
+            &dir.path().join("huge.mp4"),
+            std::time::Duration::from_secs(60),
+        )
+        .await;
+        assert!(matches!(probed, Err(ProbeError::NotMedia(_))), "{probed:?}");
+        let mut shell = tokio::process::Command::new("sh");
+        shell.args(["-c", "ulimit -v"]);
+        limit_address_space(&mut shell);
+        let out = shell.output().await.expect("sh");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            (ADDRESS_SPACE_BYTES / 1024).to_string(),
+            "ulimit -v reports KiB"
+        );
     }
 }

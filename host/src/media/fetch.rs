@@ -106,11 +106,12 @@ impl Downloaded {
 }
 
 /// What a download accepts: media (pages and documents are refused by their content type),
-/// or a web page (anything else is refused).
+/// or either media or a web page (a page is read up to [`super::page::MAX_PAGE_BYTES`], so a
+/// submitted page URL is fetched once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Want {
     Media,
-    Page,
+    MediaOrPage,
 }
 
 /// The total size in a `Content-Range: bytes a-b/TOTAL` header, and the first byte `a`.
@@ -293,6 +294,39 @@ impl Fetcher {
         })?
     }
 
+    /// Downloads `url` as [`Self::download`] does, except that a response declared as a web page
+    /// (`text/html`, `application/xhtml+xml`) is read as a page: at most
+    /// [`super::page::MAX_PAGE_BYTES`], truncated past that, through the same guard, redirect,
+    /// rate and time limits, instead of being refused. The caller tells a page by its
+    /// `content_type` (or its first bytes). One request for what may be either.
+    ///
+    /// # Errors
+    /// See [`FetchError`]; the whole call is bounded by `timeout`.
+    pub async fn download_media_or_page(
+        &self,
+        url: &Url,
+        dir: &Path,
+        max_bytes: u64,
+        partial: bool,
+        timeout: Duration,
+    ) -> Result<Downloaded, FetchError> {
+        let from = partial.then_some(0);
+        let received = std::sync::atomic::AtomicU64::new(0);
+        let started = tokio::time::Instant::now();
+        tokio::time::timeout(
+            timeout,
+            self.download_inner(url, dir, max_bytes, from, &received, Want::MediaOrPage),
+        )
+        .await
+        .map_err(|_| {
+            if partial {
+                FetchError::Timeout
+            } else {
+                timed_out(&received, started)
+            }
+        })?
+    }
+
     /// Downloads at most `max_bytes` from byte `start` on (a `Range` request), e.g. the end
     /// of an MP4 whose index is there. `Ok(None)` when the host ignores the range (it would
     /// send the file from its start).
@@ -320,34 +354,6 @@ impl Fetcher {
         }
     }
 
-    /// Reads the web page at `url`: at most [`super::page::MAX_PAGE_BYTES`] (a longer page is
-    /// truncated, not refused), through the same guard, redirect, rate and time limits as
-    /// media. A response that is not a page is `NotMedia` with its content type.
-    ///
-    /// # Errors
-    /// See [`FetchError`]; bounded by `timeout`.
-    pub async fn download_page(
-        &self,
-        url: &Url,
-        dir: &Path,
-        timeout: Duration,
-    ) -> Result<Downloaded, FetchError> {
-        let received = std::sync::atomic::AtomicU64::new(0);
-        tokio::time::timeout(
-            timeout,
-            self.download_inner(
-                url,
-                dir,
-                super::page::MAX_PAGE_BYTES,
-                Some(0),
-                &received,
-                Want::Page,
-            ),
-        )
-        .await
-        .map_err(|_| FetchError::Timeout)?
-    }
-
     /// `from`: `None` for the whole file, `Some(start)` for at most `max_bytes` from `start`
     /// (from 0: the head of the file, for the submit-time probe).
     async fn download_inner(
@@ -359,7 +365,8 @@ impl Fetcher {
         received: &std::sync::atomic::AtomicU64,
         want: Want,
     ) -> Result<Downloaded, FetchError> {
-        let partial = from.is_some();
+        let mut partial = from.is_some();
+        let mut max_bytes = max_bytes;
         let mut current = url.clone();
         let mut hops = 0;
         let response = loop {
@@ -398,11 +405,16 @@ impl Fetcher {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let declared_page = content_type
+            .as_deref()
+            .is_some_and(|ct| super::page::is_page(Some(ct), b""));
         match (want, &content_type) {
-            (Want::Media, Some(ct)) if is_not_media(ct) => {
-                return Err(FetchError::NotMedia(ct.clone()));
+            (Want::MediaOrPage, Some(_)) if declared_page => {
+                // Read as a page: truncated at the page limit, never refused for its size.
+                partial = true;
+                max_bytes = super::page::MAX_PAGE_BYTES;
             }
-            (Want::Page, Some(ct)) if !super::page::is_page(Some(ct), b"<html>") => {
+            (Want::Media | Want::MediaOrPage, Some(ct)) if is_not_media(ct) => {
                 return Err(FetchError::NotMedia(ct.clone()));
             }
             _ => {}

@@ -158,10 +158,11 @@ fn classify_v6(ip: Ipv6Addr) -> Option<&'static str> {
     if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
         return Some("IPv4-translated (::ffff:0:0/96)");
     }
-    // Local-use NAT64 64:ff9b:1::/48 (RFC 8215) reaches the IPv4 address it embeds in its
-    // last 32 bits (the /96 form, as in 64:ff9b::/96): judged by that address.
+    // Local-use NAT64 64:ff9b:1::/48 (RFC 8215) is a network's own translator: it may embed
+    // the IPv4 address at any of RFC 6052's positions (/48 to /96), so no fixed 32 bits say
+    // where it leads, and it leads into that network. Refused whole.
     if s[..3] == [0x64, 0xff9b, 0x0001] {
-        return classify_v4(Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7])));
+        return Some("local-use NAT64 (64:ff9b:1::/48)");
     }
     if s[..6] == [0, 0, 0, 0, 0, 0] {
         return classify_v4(Ipv4Addr::from(((s[6] as u32) << 16) | s[7] as u32))
@@ -246,8 +247,6 @@ mod tests {
             "93.184.216.34",
             "8.8.8.8",
             "2606:4700:4700::1111",
-            // Local-use NAT64 to a public IPv4 address.
-            "64:ff9b:1::808:808",
             "172.32.0.1",
             "100.128.0.1",
         ] {
@@ -280,6 +279,9 @@ mod tests {
             "64:ff9b:1::a9fe:a9fe",
             "64:ff9b:1::7f00:1",
             "64:ff9b:1::a00:1",
+            // Local-use NAT64 whatever it embeds, at /48 (10.0.0.1 in bits 48-87) or /96.
+            "64:ff9b:1::808:808",
+            "64:ff9b:1:a00:1::",
             "::127.0.0.1",
             "2001:db8::1",
             "fd00:ec2::254",

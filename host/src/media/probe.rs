@@ -98,7 +98,8 @@ struct Format {
 /// its format is not allowed, or it finds neither audio nor video.
 pub async fn probe(path: &Path, timeout: Duration) -> Result<ProbeInfo, ProbeError> {
     let (path, dir) = super::decode::located(path);
-    let child = Command::new("ffprobe")
+    let mut command = Command::new("ffprobe");
+    command
         .args(["-v", "error", "-show_entries", "format=duration,format_name:stream=codec_type,duration:stream_disposition=attached_pic:stream_tags=language", "-of", "json"])
         .args(super::demuxers::input_args(None))
         .arg(&path)
@@ -106,9 +107,15 @@ pub async fn probe(path: &Path, timeout: Duration) -> Result<ProbeInfo, ProbeErr
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| if e.kind() == std::io::ErrorKind::NotFound { ProbeError::Missing } else { ProbeError::NotMedia(e.to_string()) })?;
+        .kill_on_drop(true);
+    super::demuxers::limit_address_space(&mut command);
+    let child = command.spawn().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            ProbeError::Missing
+        } else {
+            ProbeError::NotMedia(e.to_string())
+        }
+    })?;
     let output = tokio::time::timeout(timeout, child.wait_with_output())
         .await
         .map_err(|_| ProbeError::Timeout(timeout))?
@@ -203,5 +210,30 @@ mod tests {
             assert_eq!(language_tag(Some(refused)), None, "{refused:?}");
         }
         assert_eq!(language_tag(None), None);
+    }
+}
+
+/// Property tests (security round 4, point 7): a container's language tag is kept only in its
+/// bounded form, and naming a language from any tag never fails.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn a_kept_language_tag_is_short_plain_and_says_something(
+            tag in prop_oneof!["\\PC{0,40}", "[a-zA-Z_-]{0,20}", " *(und|UND|und-x) *"]
+        ) {
+            if let Some(kept) = language_tag(Some(&tag)) {
+                prop_assert!(!kept.is_empty() && kept.len() <= MAX_TAG);
+                prop_assert!(kept.chars().all(|c| c.is_ascii_lowercase() || c == '-' || c == '_'));
+                prop_assert_ne!(kept.as_str(), "und");
+                let _ = crate::speech::text_language::from_tag(&kept);
+            }
+            let _ = crate::speech::text_language::from_tag(&tag);
+        }
     }
 }

@@ -141,3 +141,44 @@ mod tests {
         );
     }
 }
+
+/// Property tests (security round 4, point 7): what the manifest checks accept is what they
+/// document, and an id splits back into the name and version it was made of.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn accepted_names_versions_and_ids_are_the_documented_ones(
+            name in prop_oneof!["\\PC{0,80}", "[a-z][a-z0-9-]{0,70}"],
+            version in prop_oneof!["\\PC{0,70}", "[0-9]{1,10}\\.[0-9]{1,10}\\.[0-9]{1,10}(-[0-9A-Za-z.-]{0,60})?"],
+            lens in prop_oneof!["\\PC{0,40}", "[a-z][a-z0-9_]{0,40}"],
+        ) {
+            if valid_name(&name) {
+                prop_assert!((1..=64).contains(&name.len()));
+                prop_assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
+            }
+            if valid_version(&version) {
+                prop_assert!(version.len() <= 64);
+                let core = version.split('-').next().unwrap_or_default();
+                prop_assert_eq!(core.split('.').count(), 3);
+            }
+            if valid_lens_name(&lens) {
+                prop_assert!((1..=32).contains(&lens.len()));
+                prop_assert!(lens.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'));
+            }
+            let id = format!("{name}@{version}");
+            match parse_id(&id) {
+                Some((n, v)) => {
+                    prop_assert!(valid_name(n) && valid_version(v));
+                    prop_assert_eq!(format!("{n}@{v}"), id);
+                }
+                None => prop_assert!(!(valid_name(&name) && valid_version(&version))),
+            }
+        }
+    }
+}

@@ -124,3 +124,57 @@ mod tests {
         assert_eq!(timestamp("garbage"), None);
     }
 }
+
+/// Property tests (security round 4, point 7): any subtitle text gives a bounded list of lines
+/// in time order, inside the clip, with bounded text.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn srt_like() -> impl Strategy<Value = String> {
+        let cue = (
+            proptest::option::of(0u32..10_000),
+            "[0-9]{1,3}:[0-9]{1,2}:[0-9]{1,2}[,.][0-9]{0,4}",
+            "[0-9]{1,3}:[0-9]{1,2}:[0-9]{1,2}[,.][0-9]{0,4}",
+            "( [a-z:%0-9]{0,12})?",
+            "\\PC{0,40}",
+        )
+            .prop_map(|(n, a, b, settings, text)| {
+                let n = n.map(|n| format!("{n}\n")).unwrap_or_default();
+                format!("{n}{a} --> {b}{settings}\n{text}\n\n")
+            });
+        prop::collection::vec(cue, 0..60).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_subtitle_text_gives_ordered_bounded_lines(
+            text in prop_oneof![srt_like(), "\\PC{0,3000}", "[0-9:,.\\-> \\r\\n]{0,3000}"],
+            max_secs in 0.0f64..400.0,
+        ) {
+            let started = std::time::Instant::now();
+            let lines = parse_srt(&text, max_secs);
+            prop_assert!(started.elapsed() < std::time::Duration::from_secs(2));
+            prop_assert!(lines.len() <= MAX_LINES);
+            for w in lines.windows(2) {
+                prop_assert!(w[0].start_sec <= w[1].start_sec);
+            }
+            for l in &lines {
+                prop_assert!(l.start_sec.is_finite() && l.end_sec.is_finite());
+                prop_assert!(0.0 <= l.start_sec && l.start_sec <= l.end_sec);
+                prop_assert!(f64::from(l.end_sec) <= max_secs + 1e-3);
+                prop_assert!(!l.text.is_empty() && l.text.chars().count() <= MAX_CHARS);
+                prop_assert!(!l.text.contains('\n'));
+            }
+        }
+
+        #[test]
+        fn timestamps_round_trip(ms in 0u64..360_000_000) {
+            let secs = ms as f64 / 1000.0;
+            prop_assert_eq!(timestamp(&srt_timestamp(secs)), Some(secs));
+        }
+    }
+}

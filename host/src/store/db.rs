@@ -86,6 +86,11 @@ pub(super) const SQLITE_MIGRATIONS: &[Migration] = &[
         "people",
         include_str!("../../../migrations/sqlite/0008_people.sql"),
     ),
+    (
+        9,
+        "no_free_work",
+        include_str!("../../../migrations/sqlite/0009_no_free_work.sql"),
+    ),
 ];
 
 const POSTGRES_MIGRATIONS: &[Migration] = &[
@@ -128,6 +133,11 @@ const POSTGRES_MIGRATIONS: &[Migration] = &[
         8,
         "people",
         include_str!("../../../migrations/postgres/0008_people.sql"),
+    ),
+    (
+        9,
+        "no_free_work",
+        include_str!("../../../migrations/postgres/0009_no_free_work.sql"),
     ),
 ];
 

@@ -228,7 +228,8 @@ impl Db {
     }
 
     /// Console scans of an organisation created since `since_ms` that count against its plan:
-    /// every one but those that failed or were cancelled (those never produced a result).
+    /// every one but those that failed, or were cancelled before a worker began them (those
+    /// cost nothing). A scan cancelled while processing counts: its work was done.
     pub async fn console_scans_used(&self, org_id: &str, since_ms: i64) -> StoreResult<i64> {
         console_scans_used(&self.pool, org_id, since_ms).await
     }
@@ -306,6 +307,25 @@ impl Db {
         Ok(())
     }
 
+    /// The person an unused, unexpired sign-in link would sign in, without using it (the
+    /// confirmation page that names the account).
+    pub async fn peek_signin_link(
+        &self,
+        token_hash: &str,
+        now_ms: i64,
+    ) -> StoreResult<Option<String>> {
+        let row = sqlx::query(
+            "SELECT person_id FROM signin_links WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2",
+        )
+        .bind(token_hash)
+        .bind(now_ms)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| r.try_get("person_id"))
+            .transpose()
+            .map_err(Into::into)
+    }
+
     /// Uses a sign-in link: the person it signs in, once. Of any number of racing uses exactly
     /// one gets the person; an expired, used or unknown link gets `None`.
     pub async fn consume_signin_link(
@@ -342,7 +362,7 @@ pub(super) async fn console_scans_used<'e>(
     since_ms: i64,
 ) -> StoreResult<i64> {
     let row = sqlx::query(
-        "SELECT COUNT(*) AS n FROM scans WHERE org_id = $1 AND source = 'console' AND created_at >= $2 AND status NOT IN ('error', 'cancelled')",
+        "SELECT COUNT(*) AS n FROM scans WHERE org_id = $1 AND source = 'console' AND created_at >= $2 AND (status NOT IN ('error', 'cancelled') OR (status = 'cancelled' AND cancelled_from = 'processing'))",
     )
     .bind(org_id)
     .bind(since_ms)

@@ -385,20 +385,44 @@ impl Db {
         Ok(done.rows_affected() == 1)
     }
 
-    /// How many of `org_id`'s scans ended in `error` since `since_ms` (the failed-work
-    /// budget; the `(org_id, status)` index serves it).
+    /// The failed work of `org_id` since `since_ms` (the failed-work budget): scans that
+    /// ended in `error`, scans cancelled while processing, and submissions refused after their
+    /// URL was read ([`Self::record_refused_submit`]).
     ///
     /// # Errors
     /// Database errors.
     pub async fn failed_scans_since(&self, org_id: &str, since_ms: i64) -> StoreResult<i64> {
         let row = sqlx::query(
-            "SELECT COUNT(*) AS n FROM scans WHERE org_id = $1 AND status = 'error' AND updated_at >= $2",
+            "SELECT (SELECT COUNT(*) FROM scans WHERE org_id = $1 AND updated_at >= $2 AND (status = 'error' OR (status = 'cancelled' AND cancelled_from = 'processing'))) + (SELECT COUNT(*) FROM refused_submits WHERE org_id = $1 AND created_at >= $2) AS n",
         )
         .bind(org_id)
         .bind(since_ms)
         .fetch_one(&self.pool)
         .await?;
         Ok(row.try_get("n")?)
+    }
+
+    /// Records a submission refused after its URL was read (`code`: the error code answered),
+    /// for the failed-work budget; this organisation's rows older than `forget_before_ms` go.
+    pub async fn record_refused_submit(
+        &self,
+        org_id: &str,
+        code: &str,
+        now_ms: i64,
+        forget_before_ms: i64,
+    ) -> StoreResult<()> {
+        sqlx::query("DELETE FROM refused_submits WHERE org_id = $1 AND created_at < $2")
+            .bind(org_id)
+            .bind(forget_before_ms)
+            .execute(&self.pool)
+            .await?;
+        sqlx::query("INSERT INTO refused_submits (org_id, code, created_at) VALUES ($1, $2, $3)")
+            .bind(org_id)
+            .bind(code)
+            .bind(now_ms)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// Scan counts by status, for metrics.
@@ -445,7 +469,9 @@ impl Db {
 
 impl Db {
     /// Cancels a queued or processing scan of one organisation. A worker holding its job
-    /// notices at its next stage (and can never complete it): see `pipeline::run_scan`.
+    /// notices at its next stage (and can never complete it): see `pipeline::run_scan`. The
+    /// status it was cancelled from is kept: a scan cancelled while processing had work done,
+    /// and counts against the failed-work budget and the plan allowance.
     ///
     /// # Errors
     /// `NotFound` for a missing or foreign scan; `Conflict` when it already ended.
@@ -457,7 +483,7 @@ impl Db {
         now_ms: i64,
     ) -> StoreResult<ScanRow> {
         let done = sqlx::query(
-            "UPDATE scans SET status = 'cancelled', stage = 'failed', error = $3, updated_at = $4 WHERE id = $1 AND org_id = $2 AND status IN ('queued', 'processing')",
+            "UPDATE scans SET status = 'cancelled', cancelled_from = status, stage = 'failed', error = $3, updated_at = $4 WHERE id = $1 AND org_id = $2 AND status IN ('queued', 'processing')",
         )
         .bind(id)
         .bind(org_id)
