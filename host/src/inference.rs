@@ -12,6 +12,7 @@ pub mod language;
 pub mod model;
 pub mod motion;
 pub mod multilingual;
+pub mod offer;
 pub mod picture;
 pub mod prior;
 pub mod profiles;
