@@ -300,7 +300,7 @@ pub fn quadrant(rows: &[[f32; 7]], scales: &Scales, conversion_risk: f64) -> Qua
     quadrant_of(
         assessed(rows, &DELIBERATION, &scales.deliberation).map(|p| round_to(100.0 - p, 1)),
         assessed(rows, &PRESSURE, &scales.pressure),
-        "nothing that reads scrutiny responded",
+        "nothing the model reads scrutiny from responded",
         matches!(risk_band(conversion_risk), "elevated" | "high"),
     )
 }
@@ -369,23 +369,23 @@ fn quadrant_of(
         (Some(_), None) if on(lowers_guard) && pressure_outruns => (
             "coercive",
             "Coercive",
-            "The model predicts a lowered guard; whether it wins viewers over is not assessable (nothing that reads feeling responded anywhere in the clip).".into(),
+            "The model predicts a lowered guard; whether it wins viewers over is not assessable (nothing the model reads feeling from responded anywhere in the clip).".into(),
         ),
         (Some(_), None) if on(lowers_guard) => (
             "clean",
             "Clean",
-            "Predicted scrutiny runs below a typical clip's, but nothing presses; whether it wins viewers over is not assessable (nothing that reads feeling responded anywhere in the clip).".into(),
+            "Predicted scrutiny runs below a typical clip's, but nothing presses; whether it wins viewers over is not assessable (nothing the model reads feeling from responded anywhere in the clip).".into(),
         ),
         (Some(_), None) => (
             "clean",
             "Clean",
-            "The model predicts no lowered guard; whether it wins viewers over is not assessable (nothing that reads feeling responded anywhere in the clip).".into(),
+            "The model predicts no lowered guard; whether it wins viewers over is not assessable (nothing the model reads feeling from responded anywhere in the clip).".into(),
         ),
         (None, None) => (
             "clean",
             "Not assessable",
             format!(
-                "Not assessable on either axis ({no_guard}, and nothing that reads feeling responded anywhere in the clip): both sit at the neutral 50, which is no reading."
+                "Not assessable on either axis ({no_guard}, and nothing the model reads feeling from responded anywhere in the clip): both sit at the neutral 50, which is no reading."
             ),
         ),
     };
@@ -1098,6 +1098,8 @@ mod tests {
                 m,
                 analyze(&clip_of(&rows, words)),
                 analyze(&clip_of(&rows, Vec::new())),
+                // Music or silence: nothing that either axis reads responds.
+                analyze(&clip_of(&vec![[0.0; 7]; len], Vec::new())),
             ] {
                 let mut texts = vec![
                     block.threat.note.clone(),
