@@ -804,7 +804,7 @@ impl PluginRuntime {
         let (series, stats) = self
             .run(plugin, seconds, move |pre, store, stats| {
                 let t = Instant::now();
-                let out = match pre {
+                match pre {
                     Pre::Lens(p) => {
                         let inst = p.instantiate(&mut *store)?;
                         stats.instantiate_ns = t.elapsed().as_nanos() as u64;
@@ -830,9 +830,8 @@ impl PluginRuntime {
                         stats.call_ns = t.elapsed().as_nanos() as u64;
                         out
                     }
-                    _ => return Err(wasmtime::Error::msg("not a lens plugin")),
-                };
-                out
+                    _ => Err(wasmtime::Error::msg("not a lens plugin")),
+                }
             })
             .await?;
         bindings::check_lens_output(&series, seconds, lenses)
@@ -971,12 +970,24 @@ impl PluginRuntime {
         // The instance is dropped with the store; only the instantiate step is timed.
         let e = |e: wasmtime::Error| anyhow::anyhow!("{e:#}");
         match &plugin.pre {
-            Pre::Lens(p) => drop(p.instantiate(&mut store).map_err(e)?),
-            Pre::Moments(p) => drop(p.instantiate(&mut store).map_err(e)?),
-            Pre::Manipulation(p) => drop(p.instantiate(&mut store).map_err(e)?),
-            Pre::Lens11(p) => drop(p.instantiate(&mut store).map_err(e)?),
-            Pre::Moments11(p) => drop(p.instantiate(&mut store).map_err(e)?),
-            Pre::Manipulation11(p) => drop(p.instantiate(&mut store).map_err(e)?),
+            Pre::Lens(p) => {
+                p.instantiate(&mut store).map_err(e)?;
+            }
+            Pre::Moments(p) => {
+                p.instantiate(&mut store).map_err(e)?;
+            }
+            Pre::Manipulation(p) => {
+                p.instantiate(&mut store).map_err(e)?;
+            }
+            Pre::Lens11(p) => {
+                p.instantiate(&mut store).map_err(e)?;
+            }
+            Pre::Moments11(p) => {
+                p.instantiate(&mut store).map_err(e)?;
+            }
+            Pre::Manipulation11(p) => {
+                p.instantiate(&mut store).map_err(e)?;
+            }
         }
         let elapsed = t.elapsed();
         drop(store);

@@ -183,6 +183,17 @@ fn nothing_to_read(def: &LensDef) -> String {
     )
 }
 
+/// [`score_lens_gated`] without the offer gate, scores only (the unit tests' entry).
+#[cfg(test)]
+pub fn score_lens(
+    def: &LensDef,
+    lens_index: usize,
+    rows: &[[f32; 7]],
+    words: &[bool],
+) -> Vec<LensSecond> {
+    score_lens_gated(def, lens_index, rows, words, None).0
+}
+
 /// Scores and reasons for one lens over the clip; `words[t]` says whether a word is heard
 /// within reach of second `t` (`brainscan_sdk::text::words_in_reach`).
 ///
@@ -195,17 +206,10 @@ fn nothing_to_read(def: &LensDef) -> String {
 /// jingle, a pause or 20 s of silence read as strong persuasion; and a silent face read
 /// purchase intent 88. The second after one with no reading is described by its level, not as
 /// a jump from 50.
-pub fn score_lens(
-    def: &LensDef,
-    lens_index: usize,
-    rows: &[[f32; 7]],
-    words: &[bool],
-) -> Vec<LensSecond> {
-    score_lens_gated(def, lens_index, rows, words, None).0
-}
-
-/// [`score_lens`] with an offer gate (purchase intent, contract 1.1.0: `offer[t]` says whether
-/// the words in reach of second `t` make an offer), and which seconds were read.
+///
+/// `offer` is the offer gate (purchase intent with a 1.1.0 host: `offer[t]` says whether the
+/// words in reach of second `t` make an offer; `None` reads without one). Returns the seconds
+/// and which of them were read.
 ///
 /// **Purchase intent needs an offer** (since lens-standard 2.11.0, with a 1.1.0 host): a face,
 /// a voice, loudness, or words that are not about a product, a price or a reason to buy are no

@@ -914,12 +914,13 @@ mod tests {
                 .collect();
             let c = clip(n, &lines);
             let table = words_in_reach_by_second(&c);
-            for t in 0..n {
-                assert_eq!(table[t], words_in_reach(&c, t as u32), "{lines:?} at {t}");
+            assert_eq!(table.len(), n);
+            for (t, in_reach) in table.iter().enumerate() {
+                assert_eq!(*in_reach, words_in_reach(&c, t as u32), "{lines:?} at {t}");
             }
         }
-        // A line from 2.0 to 3.5 s reaches seconds 1 (which ends at 2.0? no: it must overlap
-        // [1, 2), and a line starting at 2.0 does not) through 3 + the reach.
+        // A line from 2.0 to 3.5 s overlaps seconds 2 and 3 (second 1 ends where it starts),
+        // and reaches every second up to 3.5 s plus the reach.
         let c = clip(30, &[(2.0, 3.5, "hello")]);
         let table = words_in_reach_by_second(&c);
         let last = (3.5 + WORD_REACH_SECONDS) as usize;
