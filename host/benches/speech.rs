@@ -322,20 +322,11 @@ fn meaning(
         "e5's five-language axes built"
     );
     let seconds = 64;
-    let (e5_secs, _) = timed(|| {
-        language::compute(seconds, regions, lines, &[], Some(&e5), &axes, None).expect("e5")
-    });
+    let (e5_secs, _) =
+        timed(|| language::compute(seconds, regions, lines, &[], Some(&e5), &axes).expect("e5"));
     let (minilm_secs, _) = timed(|| {
-        language::compute(
-            seconds,
-            regions,
-            lines,
-            &[],
-            Some(&english),
-            &model_axes,
-            None,
-        )
-        .expect("MiniLM")
+        language::compute(seconds, regions, lines, &[], Some(&english), &model_axes)
+            .expect("MiniLM")
     });
     println!(
         "{:<44} e5 {e5_secs:>5.2} s, MiniLM on the same lines {minilm_secs:>5.2} s (baseline): ratio {:.2}",

@@ -15,7 +15,6 @@ use crate::analyzer::{AnalysisInput, Analyzer, StageError};
 use crate::benchmark::BenchmarkTable;
 use crate::inference::run::{Qualia, QualiaOutput};
 use crate::plugins::Registry;
-use crate::plugins::bindings::wit11;
 use crate::plugins::bindings::{ClipData, wit};
 use crate::plugins::registry::ActiveSet;
 use crate::plugins::runtime::{LoadedPlugin, PluginError};
@@ -74,27 +73,6 @@ pub struct PluginOutputs {
     pub ran: Vec<serde_json::Value>,
     /// Lens name → `name@version` of the plugin that scored it.
     pub scored_by: BTreeMap<String, String>,
-    /// Lens name → which of its seconds have a reading, as its plugin said (contract 1.1.0; a
-    /// 1.0.0 plugin's seconds all do). A second without one scores the neutral 50: it counts
-    /// in no headline and gets no benchmark.
-    pub read: BTreeMap<String, Vec<bool>>,
-}
-
-impl PluginOutputs {
-    /// The series of `lenses` with the seconds they read, as a moments plugin receives them.
-    fn read_series(&self, series: &[wit::LensSeries]) -> Vec<wit11::ReadSeries> {
-        series
-            .iter()
-            .map(|s| wit11::ReadSeries {
-                read: self
-                    .read
-                    .get(&s.lens)
-                    .cloned()
-                    .unwrap_or_else(|| vec![true; s.seconds.len()]),
-                series: s.clone(),
-            })
-            .collect()
-    }
 }
 
 /// The lens buy moments are read from.
@@ -143,12 +121,10 @@ pub async fn run_plugins(
             entry["for"] = serde_json::json!("buy_moments");
             basis_only.push(entry);
         }
-        for s in series {
-            out.scored_by
-                .insert(s.series.lens.clone(), plugin.manifest.id());
-            out.read.insert(s.series.lens.clone(), s.read);
-            out.series.push(s.series);
+        for s in &series {
+            out.scored_by.insert(s.lens.clone(), plugin.manifest.id());
         }
+        out.series.extend(series);
     }
     out.ran.extend(basis_only);
     // Keep the request's lens order.
@@ -167,15 +143,12 @@ pub async fn run_plugins(
             .iter()
             .cloned()
             .partition(|s| lenses.contains(&s.lens));
-        let mut detection = match runtime
-            .detect(plugin, clip, &out.read_series(&requested))
-            .await
-        {
+        let mut detection = match runtime.detect(plugin, clip, &requested).await {
             Ok((d, _)) => d,
             Err(e) => return Err(failed(plugins, e, org).await),
         };
         if !basis.is_empty() {
-            match runtime.detect(plugin, clip, &out.read_series(&basis)).await {
+            match runtime.detect(plugin, clip, &basis).await {
                 Ok((b, _)) => detection.buy_moments = b.buy_moments,
                 Err(e) => return Err(failed(plugins, e, org).await),
             }
@@ -186,7 +159,6 @@ pub async fn run_plugins(
     }
     out.series.retain(|s| lenses.contains(&s.lens));
     out.scored_by.retain(|lens, _| lenses.contains(lens));
-    out.read.retain(|lens, _| lenses.contains(lens));
     if lenses.iter().any(|l| l == "manipulation")
         && let Some(plugin) = &active.manipulation
     {
@@ -240,37 +212,18 @@ pub fn low_signal(networks: &[[f32; 7]]) -> bool {
         .all(|row| row.iter().all(|v| v.abs() < LOW_SIGNAL_Z))
 }
 
-/// The clip's headline (issue 72): the mean, over the requested lenses other than
-/// manipulation (a risk, not engagement), of each lens's mean over its seconds with a reading
-/// (`masks`, as the plugins said, [`PluginOutputs::read`]); a lens with no second with a reading counts as the neutral 50
-/// (no reading, so a clip cannot rank high by leaving a lens unread). `None` when no lens but
-/// manipulation was scored. Up to qualia 2.11.1 it was attention's mean alone, so a silent
-/// test pattern was the best clip of a held-out set (grade B) and every audio-only clip read E.
-#[must_use]
-pub fn overall_score(
-    series: &[wit::LensSeries],
-    masks: &BTreeMap<String, Vec<bool>>,
-) -> Option<f64> {
-    let lens_mean = |s: &wit::LensSeries| {
-        let mask = masks.get(&s.lens);
-        let read: Vec<f64> = s
-            .seconds
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| mask.is_none_or(|m| m.get(*i).copied().unwrap_or(true)))
-            .map(|(_, x)| f64::from(x.score))
-            .collect();
-        if read.is_empty() {
-            50.0
-        } else {
-            read.iter().sum::<f64>() / read.len() as f64
-        }
+/// The mean of the attention series when attention was scored, otherwise the mean of every
+/// scored lens; `None` when nothing was scored.
+pub fn overall_score(series: &[wit::LensSeries]) -> Option<f64> {
+    let mean = |s: &wit::LensSeries| {
+        (!s.seconds.is_empty()).then(|| {
+            s.seconds.iter().map(|x| f64::from(x.score)).sum::<f64>() / s.seconds.len() as f64
+        })
     };
-    let means: Vec<f64> = series
-        .iter()
-        .filter(|s| s.lens != "manipulation" && !s.seconds.is_empty())
-        .map(lens_mean)
-        .collect();
+    if let Some(a) = series.iter().find(|s| s.lens == "attention") {
+        return mean(a).map(round1);
+    }
+    let means: Vec<f64> = series.iter().filter_map(mean).collect();
     (!means.is_empty()).then(|| round1(means.iter().sum::<f64>() / means.len() as f64))
 }
 
@@ -295,7 +248,6 @@ pub fn assemble(
                 .is_some_and(|id| t.applies_to(id))
         })
     };
-    let masks = &outputs.read;
     let benchmarked: Vec<&str> = lenses
         .iter()
         .map(String::as_str)
@@ -324,14 +276,7 @@ pub fn assemble(
                 let score = round1(f64::from(s.seconds[i].score));
                 scores.insert(s.lens.clone(), score);
                 reasons.insert(s.lens.clone(), s.seconds[i].reason.clone());
-                // A second with no reading is ranked against nothing: it has no benchmark
-                // (its score is the neutral 50, and its reason says why).
-                let read = masks
-                    .get(&s.lens)
-                    .is_none_or(|m| m.get(i).copied().unwrap_or(true));
-                if read
-                    && let Some(entry) = table_for(&s.lens).and_then(|t| t.entry(&s.lens, score))
-                {
+                if let Some(entry) = table_for(&s.lens).and_then(|t| t.entry(&s.lens, score)) {
                     benchmark.insert(s.lens.clone(), entry);
                 }
             }
@@ -348,7 +293,7 @@ pub fn assemble(
     // media gets an entry, so the length is rounded up: a 30.03 s clip has 31 entries, the
     // last covering 0.03 s, and reports 31.
     let duration_sec = timeline.len() as f64;
-    let overall = overall_score(&outputs.series, masks);
+    let overall = overall_score(&outputs.series);
     let (moments, summary, buy_moments) = match outputs.detection {
         Some(d) => (
             d.moments.into_iter().map(result::Moment::from).collect(),
@@ -382,7 +327,6 @@ pub fn assemble(
             speech: false,
         },
         transcript: clip.transcript.clone(),
-        heard: clip.heard.clone(),
     }
 }
 
@@ -401,14 +345,6 @@ pub fn clip_of(q: &QualiaOutput) -> ClipData {
             .as_ref()
             .map(|h| h.lines.clone())
             .unwrap_or_default(),
-        heard: crate::result::HeardData {
-            seconds: q.heard_seconds.clone(),
-            line_confidence: q
-                .heard
-                .as_ref()
-                .map(|h| h.confidence.clone())
-                .unwrap_or_default(),
-        },
     }
 }
 

@@ -12,7 +12,6 @@ pub mod language;
 pub mod model;
 pub mod motion;
 pub mod multilingual;
-pub mod offer;
 pub mod picture;
 pub mod prior;
 pub mod profiles;

@@ -1037,18 +1037,11 @@ async fn analyse_corpus_clip(q: &Qualia, path: &Path) -> Option<(String, QualiaO
 async fn calibrate(dir: &Path, out: &Path, model: &ModelArgs) -> anyhow::Result<()> {
     use brainscan_readouts::calibration::Calibration;
     let q = qualia(model)?;
-    // Each corpus second with whether a word is heard within reach of it: a readout is
-    // calibrated on the seconds it has a reading at (since lens-standard 2.11.0), so a second
-    // at rest, or with no word in reach for the lenses that read only words, neither scores on
-    // the scale nor moves it.
-    let mut rows: Vec<([f32; 7], bool)> = Vec::new();
+    let mut rows: Vec<[f32; 7]> = Vec::new();
     let mut header = vec![
         "# The standard readouts' corpus calibration: per readout, its name, the corpus's robust"
             .to_owned(),
-        "# spread, and value:percentile points of the per-second raw values (mid-rank) over the"
-            .to_owned(),
-        "# seconds it has a reading at (not at rest; a word in reach where it reads only words)."
-            .to_owned(),
+        "# spread, and value:percentile points of the per-second raw values (mid-rank).".to_owned(),
         "# Built by `brainscan model calibrate` (scripts/build-qualia-prior); do not edit."
             .to_owned(),
         format!("# model: {}", q.model.id()),
@@ -1073,15 +1066,7 @@ async fn calibrate(dir: &Path, out: &Path, model: &ModelArgs) -> anyhow::Result<
             analysed.networks.len()
         ));
         say(&bar, format!("{name}: {} s", analysed.networks.len()));
-        let clip = crate::analysis::clip_of(&analysed);
-        let lines: Vec<(f32, f32)> = clip
-            .transcript
-            .iter()
-            .filter(|l| !l.text.trim().is_empty())
-            .map(|l| (l.start_sec, l.end_sec))
-            .collect();
-        let words = brainscan_readouts::words_in_reach_of(&lines, clip.networks.len());
-        rows.extend(clip.networks.iter().copied().zip(words));
+        rows.extend(analysed.networks.iter().copied());
     }
     bar.finish_and_clear();
     header.push(format!("# seconds: {}", rows.len()));
@@ -1099,18 +1084,13 @@ async fn calibrate(dir: &Path, out: &Path, model: &ModelArgs) -> anyhow::Result<
                 .find(|(n, _)| *n == t.name)
                 .map_or(f64::NAN, |(_, c)| c.spread)
         };
-        let raw: Vec<f64> = rows
-            .iter()
-            .filter(|(r, words)| readout.assessable(r, *words))
-            .map(|(r, _)| readout.raw_with(r, &term))
-            .collect();
+        let raw: Vec<f64> = rows.iter().map(|r| readout.raw_with(r, &term)).collect();
         let c = Calibration::from_corpus(&raw)
             .map_err(|e| anyhow::anyhow!("readout {}: {e}", readout.name))?;
         println!(
-            "  {:<16} {} points over {} s, median {:+.3}, spread {:.3}",
+            "  {:<16} {} points, median {:+.3}, spread {:.3}",
             readout.name,
             c.knots.len(),
-            raw.len(),
             c.value_at(50.0),
             c.spread
         );
@@ -1154,17 +1134,12 @@ async fn corpus(dir: &Path, out: &Path, note: String, model: &ModelArgs) -> anyh
             .score(&plugin, &clip, &lenses)
             .await
             .map_err(|e| anyhow::anyhow!("scoring {name}: {e}"))?;
-        // The benchmark ranks a second among the corpus seconds that have a reading, as the
-        // scale does; a second without one gets no benchmark in a result.
         for s in series {
-            let v = scores.entry(s.series.lens).or_default();
+            let v = scores.entry(s.lens).or_default();
             v.extend(
-                s.series
-                    .seconds
+                s.seconds
                     .iter()
-                    .zip(s.read)
-                    .filter(|(_, read)| *read)
-                    .map(|(x, _)| (f64::from(x.score) * 10.0).round() / 10.0),
+                    .map(|x| (f64::from(x.score) * 10.0).round() / 10.0),
             );
         }
         let bytes = std::fs::read(path)?;

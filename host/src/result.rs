@@ -101,38 +101,6 @@ pub struct ScanResult {
     /// additive `transcript`.
     #[serde(default)]
     pub transcript: Vec<TranscriptLine>,
-    /// How the clip's sound and words were heard (the plugin contract's 1.1.0 `heard`): kept
-    /// for re-runs; internal, not shown by `GET`. Empty in results stored before it.
-    #[serde(default, skip_serializing_if = "HeardData::is_empty")]
-    pub heard: HeardData,
-}
-
-/// How a clip's sound and words were heard: what plugins of contract 1.1.0 read beside the
-/// clip (`wit/analysis@1.1.0`, interface `heard`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct HeardData {
-    /// One per second of the clip; empty when not known.
-    #[serde(default)]
-    pub seconds: Vec<HeardSecond>,
-    /// One per transcript line, in its order: the recogniser's confidence (1 for subtitles);
-    /// empty when not known.
-    #[serde(default)]
-    pub line_confidence: Vec<f32>,
-}
-
-impl HeardData {
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.seconds.is_empty() && self.line_confidence.is_empty()
-    }
-}
-
-/// One second as heard: the voice gate's share of it, and how clearly the words of the last
-/// 4 s make an offer (−1..1, 0 without words; see `inference::offer`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct HeardSecond {
-    pub voice: f32,
-    pub offer: f32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -38,15 +38,6 @@ use crate::plugins::bindings::TranscriptLine;
 pub const MAX_SECONDS: usize = 180;
 /// Share of a segment that must overlap detected speech.
 const MIN_SPEECH_SHARE: f64 = 1.0 / 3.0;
-
-/// The least confidence a recognised line needs to be heard at all (its window's
-/// `exp(mean token log-probability)`): below it the line is dropped from the transcript, from
-/// the model's word features and from everything a plugin reads (quotes, tactics, the
-/// summary), and a clip left with no line has no language. Whisper's own rule drops a window
-/// only below exp(−1) ≈ 0.37; inventions on noise and music passed it ("I tried to hurry" on
-/// field radio, two of which became `urgency` tactics). Clean speech of the test media
-/// (English, Japanese, read poetry, telephone prompts) is heard at 0.64–0.83 (issue 72).
-pub const LINE_CONFIDENCE_FLOOR: f32 = 0.5;
 /// VAD probability that starts speech.
 const VAD_THRESHOLD: f32 = 0.5;
 /// Seconds of audio the language identifier reads, from just before the first speech:
@@ -637,12 +628,6 @@ pub async fn hear(
                     .map_err(|e| format!("transcription: {e:#}"))?
                     .as_ref()
                     .clone();
-                let scored: Vec<(TranscriptLine, f32)> = scored
-                    .into_iter()
-                    .filter(|(_, c)| *c >= LINE_CONFIDENCE_FLOOR)
-                    .collect();
-                // Music or noise heard as speech: no line, so no language either.
-                let language = language.filter(|_| !scored.is_empty());
                 let source = speech.provenance(language.as_ref());
                 (scored, source, language)
             }

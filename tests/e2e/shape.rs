@@ -165,44 +165,19 @@ fn assert_consistent(scan: &Value, lenses: &[&str]) {
         for l in lenses {
             assert!(e["scores"][l].is_number(), "{l} at {i}");
             assert!(e["reasons"][l].is_string(), "reason {l} at {i}");
-            // A second with a reading is ranked on the corpus; one without sits at the neutral
-            // 50, says so, and has no benchmark (lens-standard 2.11.0).
             let b = &e["benchmark"][l];
-            if b.is_null() {
-                assert_eq!(e["scores"][l].as_f64(), Some(50.0), "{l} at {i}: {e}");
-                let why = e["reasons"][l].as_str().expect("reason");
-                assert!(
-                    why.contains("no reading") || why.contains("not assessable"),
-                    "{l} at {i}: {why}"
-                );
-            } else {
-                assert!(b["percentile"].is_number(), "benchmark {l} at {i}: {e}");
-            }
+            assert!(b["percentile"].is_number(), "benchmark {l} at {i}: {e}");
         }
     }
-    // overall_score: the mean over the lenses but manipulation of each lens's mean over its
-    // seconds with a reading (50 for a lens with none).
-    let lens_means: Vec<f64> = lenses
+    let mean_attention = timeline
         .iter()
-        .filter(|l| **l != "manipulation")
-        .map(|l| {
-            let read: Vec<f64> = timeline
-                .iter()
-                .filter(|e| !e["benchmark"][*l].is_null())
-                .map(|e| e["scores"][*l].as_f64().expect("score"))
-                .collect();
-            if read.is_empty() {
-                50.0
-            } else {
-                read.iter().sum::<f64>() / read.len() as f64
-            }
-        })
-        .collect();
-    let headline = lens_means.iter().sum::<f64>() / lens_means.len() as f64;
+        .map(|e| e["scores"]["attention"].as_f64().expect("attention"))
+        .sum::<f64>()
+        / timeline.len() as f64;
     let overall = scan["overall_score"].as_f64().expect("overall");
     assert!(
-        (overall - headline).abs() <= 0.051,
-        "overall_score {overall} is the mean of the lenses' read means, {headline}"
+        (overall - mean_attention).abs() <= 0.051,
+        "overall_score is the mean attention"
     );
     let grade = match overall {
         s if s >= 75.0 => "B",

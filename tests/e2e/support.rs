@@ -4,7 +4,7 @@
 
 /// The version the test kit's `lens-standard-next` (`plugins/testkit/lens-standard-next`)
 /// ships `lens-standard`'s code under: one above the built-in, for swap and rollback tests.
-pub const NEXT_LENS_VERSION: &str = "2.12.0";
+pub const NEXT_LENS_VERSION: &str = "2.11.0";
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
@@ -423,7 +423,6 @@ pub fn fixture_result(duration: f64, lenses: &[String]) -> ScanResult {
             end_sec: 2.8,
             text: "Grab a pair of these trainers before the weekend sale ends".into(),
         }],
-        heard: brainscan::result::HeardData::default(),
     }
 }
 

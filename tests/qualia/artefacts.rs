@@ -16,7 +16,7 @@ use brainscan::inference::v2::{FEATURE_COUNT_V2, feature_index};
 use brainscan::result::NETWORKS;
 
 use crate::support::{
-    FACELESS_PATTERNS, analyse, analyse_shared, builtin, corpus_clips, ffmpeg, lens_read_series,
+    FACELESS_PATTERNS, analyse, analyse_shared, builtin, corpus_clips, ffmpeg, lens_series,
     pattern_clip, qualia, real_media, speech,
 };
 
@@ -66,7 +66,7 @@ async fn every_network_moves_and_its_texts_go_both_ways() {
                 }
             }
         }
-        let (runtime, data, lenses) = lens_read_series(&out).await;
+        let (runtime, data, lenses) = lens_series(&out).await;
         let plugin = builtin("manipulation_standard.wasm");
         let (block, _) = runtime.analyze(&plugin, &data).await.expect("manipulation");
         for c in &block.circuits {
@@ -216,12 +216,12 @@ async fn a_silent_pattern_reads_not_assessable_not_critical() {
     );
     let out = analyse(&d.join("pattern.mp4")).await;
     assert!(out.modalities.video && !out.modalities.audio);
-    let (runtime, clip, lenses) = lens_read_series(&out).await;
+    let (runtime, clip, lenses) = lens_series(&out).await;
     let manipulation = lenses
         .iter()
-        .find(|s| s.series.lens == "manipulation")
+        .find(|s| s.lens == "manipulation")
         .expect("manipulation lens");
-    for s in &manipulation.series.seconds {
+    for s in &manipulation.seconds {
         assert_eq!(s.score, 50.0);
         assert!(s.reason.contains("not assessable"), "{}", s.reason);
     }

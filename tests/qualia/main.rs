@@ -14,7 +14,6 @@ mod languages_decomposed;
 mod lenses;
 mod motion_energy;
 mod parity;
-mod real_clips;
 mod robustness;
 mod shaders;
 mod support;

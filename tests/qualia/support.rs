@@ -393,15 +393,14 @@ fn plugin_runtime() -> std::sync::Arc<brainscan::plugins::PluginRuntime> {
         .clone()
 }
 
-/// The built-in lens plugin's series for a clip's networks, with the seconds each one read
-/// (contract 1.1.0, as the moments plugin receives them), and the runtime and clip they came
+/// The built-in lens plugin's series for a clip's networks, and the runtime and clip they came
 /// from.
-pub async fn lens_read_series(
+pub async fn lens_series(
     out: &QualiaOutput,
 ) -> (
     std::sync::Arc<brainscan::plugins::PluginRuntime>,
     brainscan::plugins::bindings::ClipData,
-    Vec<brainscan::plugins::bindings::wit11::ReadSeries>,
+    Vec<brainscan::plugins::bindings::wit::LensSeries>,
 ) {
     let runtime = plugin_runtime();
     let plugin = builtin("lens_standard.wasm");
@@ -412,22 +411,6 @@ pub async fn lens_read_series(
         .await
         .expect("lens scores");
     (runtime, clip, series)
-}
-
-/// [`lens_read_series`] without the read flags: the scores and reasons alone.
-pub async fn lens_series(
-    out: &QualiaOutput,
-) -> (
-    std::sync::Arc<brainscan::plugins::PluginRuntime>,
-    brainscan::plugins::bindings::ClipData,
-    Vec<brainscan::plugins::bindings::wit::LensSeries>,
-) {
-    let (runtime, clip, series) = lens_read_series(out).await;
-    (
-        runtime,
-        clip,
-        series.into_iter().map(|s| s.series).collect(),
-    )
 }
 
 /// A built-in plugin loaded into the binary's shared runtime ([`lens_series`]'s), compiled

@@ -7,8 +7,7 @@ use brainscan::inference::v2::feature_index;
 use brainscan::inference::{QualiaOutput, TimeBase};
 
 use crate::support::{
-    SOMATOMOTOR, VISUAL, analyse, builtin, ffmpeg, lens_read_series, lens_series, listener, qualia,
-    real_media,
+    SOMATOMOTOR, VISUAL, analyse, builtin, ffmpeg, lens_series, listener, qualia, real_media,
 };
 
 /// One network's whole series.
@@ -99,7 +98,7 @@ async fn a_burst_at_ten_seconds_moves_nothing_before_second_ten() {
             let s = series(&out, SOMATOMOTOR);
             assert!((s[10] - s[1]).abs() > 0.05, "{s:?}");
             // And the built-in moments plugin, on the lens series, places nothing before it.
-            let (runtime, clip, lenses) = lens_read_series(&out).await;
+            let (runtime, clip, lenses) = lens_series(&out).await;
             let moments = builtin("moments_standard.wasm");
             let (detection, _) = runtime
                 .detect(&moments, &clip, &lenses)
@@ -611,7 +610,6 @@ fn a_low_signal_result_says_nothing_to_read() {
             speech: false,
         },
         transcript: Vec::new(),
-        heard: brainscan::result::HeardData::default(),
     };
     brainscan::analysis::nothing_to_read(&mut r);
     // The spec makes grade a string: E, the band of a clip that engages no one.
@@ -720,7 +718,7 @@ async fn japanese_speech_is_quoted_as_said_and_its_meaning_is_read_in_japanese()
     assert!(read_somewhere, "no axis read the Japanese lines");
     let voiced = feature(&out, "speech_presence");
     assert!(mean(&voiced) > 0.3, "voice presence {:.2}", mean(&voiced));
-    let (runtime, clip, lenses) = lens_read_series(&out).await;
+    let (runtime, clip, lenses) = lens_series(&out).await;
     let moments = builtin("moments_standard.wasm");
     let (detection, _) = runtime
         .detect(&moments, &clip, &lenses)

@@ -288,16 +288,8 @@ fn read(
         start: 0.0,
         end: seconds as f64,
     }];
-    let f = language::compute(
-        seconds,
-        &voiced,
-        &transcript,
-        &[],
-        Some(embedder),
-        axes,
-        None,
-    )
-    .expect("features");
+    let f = language::compute(seconds, &voiced, &transcript, &[], Some(embedder), axes)
+        .expect("features");
     (0..LANGUAGE_FEATURES)
         .map(|k| {
             (0..seconds)

@@ -181,9 +181,6 @@ pub struct LanguageFeatures {
     pub per_second: Vec<f32>,
     /// Voice activity was detected somewhere in the clip.
     pub detected: bool,
-    /// Per second, the offer reading of the last 4 s of words ([`super::offer`]); 0 without
-    /// words or without an offer reader. Not a model feature: no network reads it.
-    pub offer: Vec<f32>,
 }
 
 /// Sentence embeddings: one unit vector of [`DIM`] floats per text.
@@ -449,7 +446,6 @@ pub fn compute(
     confidence: &[f32],
     embedder: Option<&dyn Embed>,
     axes: &SemanticAxes,
-    offer: Option<&super::offer::OfferReader>,
 ) -> anyhow::Result<LanguageFeatures> {
     anyhow::ensure!(
         axes.directions.len() == AXES.len() * DIM && axes.origins.len() == AXES.len(),
@@ -528,12 +524,6 @@ pub fn compute(
     // Another embedder's readings, put on the model's scale (1 for the model's own).
     let scale = |k: usize| axes.scale.get(k).copied().unwrap_or(1.0);
     let mut out = vec![0f32; seconds * LANGUAGE_FEATURES];
-    let offers: Vec<f32> = (0..seconds)
-        .map(|t| match (offer, vector(&texts[t])) {
-            (Some(reader), Some(v)) => reader.margin(v),
-            _ => 0.0,
-        })
-        .collect();
     // Semantic distances of the earlier seconds, for the boundary baseline.
     let mut history: std::collections::VecDeque<f32> = std::collections::VecDeque::new();
     for t in 0..seconds {
@@ -572,7 +562,6 @@ pub fn compute(
     Ok(LanguageFeatures {
         per_second: out,
         detected: !regions.is_empty(),
-        offer: offers,
     })
 }
 
@@ -705,7 +694,6 @@ mod tests {
             &[1.0],
             Some(&Letters),
             &axes,
-            None,
         )
         .expect("features");
         let at = |t: usize, k: usize| f.per_second[t * LANGUAGE_FEATURES + k];
@@ -717,7 +705,7 @@ mod tests {
         // Second 2: 6 words over 2 voiced seconds.
         assert!((at(2, 2) - 3.0).abs() < 1e-6);
         // Voice with no words (reversed speech): presence without intelligibility.
-        let g = compute(4, &regions, &[], &[], Some(&Letters), &axes, None).expect("features");
+        let g = compute(4, &regions, &[], &[], Some(&Letters), &axes).expect("features");
         // Unsure words count by their confidence: 6 words at 0.25 over 2 voiced seconds.
         let h = compute(
             4,
@@ -726,7 +714,6 @@ mod tests {
             &[0.25],
             Some(&Letters),
             &axes,
-            None,
         )
         .expect("features");
         assert!((h.per_second[2 * LANGUAGE_FEATURES + 2] - 0.75).abs() < 1e-6);
@@ -753,8 +740,8 @@ mod tests {
         let lines: Vec<TranscriptLine> = (0..12)
             .map(|t| line(t as f32, t as f32 + 1.0, AXES[0].anchors[t % 2]))
             .collect();
-        let read = compute(12, &regions, &lines, &[], Some(&Letters), &axes, None).expect("read");
-        let unread = compute(12, &regions, &lines, &[], None, &axes, None).expect("unread");
+        let read = compute(12, &regions, &lines, &[], Some(&Letters), &axes).expect("read");
+        let unread = compute(12, &regions, &lines, &[], None, &axes).expect("unread");
         for t in 0..12 {
             let row = |f: &LanguageFeatures| {
                 f.per_second[t * LANGUAGE_FEATURES..(t + 1) * LANGUAGE_FEATURES].to_vec()
@@ -768,7 +755,7 @@ mod tests {
                 .any(|r| r[4..].iter().any(|v| *v > 0.0)),
             "the read clip must move an axis, or this test checks nothing"
         );
-        assert!(compute(12, &regions, &lines, &[], Some(&Refuses), &axes, None).is_err());
+        assert!(compute(12, &regions, &lines, &[], Some(&Refuses), &axes).is_err());
     }
 
     #[test]
@@ -781,7 +768,7 @@ mod tests {
             line(8.0, 12.0, "aaa aaa aaa"),
             line(12.0, 16.0, "zzz zzz zzz"),
         ];
-        let f = compute(18, &[], &lines, &[], Some(&Letters), &axes, None).expect("features");
+        let f = compute(18, &[], &lines, &[], Some(&Letters), &axes).expect("features");
         let change = |t: usize| f.per_second[t * LANGUAGE_FEATURES + 3];
         assert_eq!(change(3), 0.0, "no earlier window yet");
         for t in 4..12 {
@@ -789,7 +776,7 @@ mod tests {
         }
         assert!(change(15) > 0.9, "the change of topic: {}", change(15));
         // A clip cut after second 15 gives the same values up to second 15.
-        let g = compute(16, &[], &lines, &[], Some(&Letters), &axes, None).expect("features");
+        let g = compute(16, &[], &lines, &[], Some(&Letters), &axes).expect("features");
         assert_eq!(&f.per_second[..16 * LANGUAGE_FEATURES], &g.per_second[..]);
     }
 
@@ -805,7 +792,7 @@ mod tests {
             .enumerate()
             .map(|(i, t)| line(4.0 * i as f32, 4.0 * (i + 1) as f32, t))
             .collect();
-        let f = compute(24, &[], &lines, &[], Some(&Letters), &axes, None).expect("features");
+        let f = compute(24, &[], &lines, &[], Some(&Letters), &axes).expect("features");
         let change = |t: usize| f.per_second[t * LANGUAGE_FEATURES + 3];
         let late: Vec<f32> = (12..24).map(change).collect();
         assert!(
@@ -818,11 +805,11 @@ mod tests {
     fn neutral_text_reads_zero_on_every_axis() {
         let axes = semantic_axes(&Letters).expect("axes");
         let lines = [line(0.0, 4.0, &NEUTRAL.join(" "))];
-        let f = compute(4, &[], &lines, &[], Some(&Letters), &axes, None).expect("features");
+        let f = compute(4, &[], &lines, &[], Some(&Letters), &axes).expect("features");
         let row = &f.per_second[3 * LANGUAGE_FEATURES..4 * LANGUAGE_FEATURES];
         assert!(row[4..].iter().all(|v| *v < 0.05), "{row:?}");
         let social = [line(0.0, 4.0, &AXES[0].anchors.join(" "))];
-        let g = compute(4, &[], &social, &[], Some(&Letters), &axes, None).expect("features");
+        let g = compute(4, &[], &social, &[], Some(&Letters), &axes).expect("features");
         assert!(g.per_second[3 * LANGUAGE_FEATURES + 4] > 0.1);
     }
 }

@@ -101,10 +101,6 @@ pub struct QualiaOutput {
     /// Voice activity and transcript, when speech was analysed (v2 with speech models).
     #[serde(skip)]
     pub heard: Option<crate::speech::Heard>,
-    /// Per second, the voice gate's share and the words' offer reading
-    /// ([`super::offer`]); empty without speech analysis.
-    #[serde(skip)]
-    pub heard_seconds: Vec<crate::result::HeardSecond>,
 }
 
 /// Progress of decoding in seconds of media, for progress bars and scan stages.
@@ -117,8 +113,6 @@ pub struct Listener {
     pub speech: Arc<crate::speech::Speech>,
     pub embedder: Arc<crate::embed::Embedder>,
     pub multilingual: super::multilingual::MultilingualMeaning,
-    /// Whether the words make an offer ([`super::offer`]), one reader per embedder.
-    pub offer: super::offer::OfferReaders,
 }
 
 impl Listener {
@@ -136,7 +130,6 @@ impl Listener {
             multilingual: super::multilingual::MultilingualMeaning::new(
                 crate::speech::ModelPaths::under(models_dir).multilingual_embedder,
             ),
-            offer: super::offer::OfferReaders::default(),
         }
     }
 }
@@ -401,7 +394,7 @@ impl Qualia {
         let model = self.model.clone();
         let listener = self.listener.clone();
         let threshold = model.manifest.sampling.onset_threshold;
-        let (features, y, modalities, low_signal, pool_t, resp_t, language_t, heard, heard_seconds) =
+        let (features, y, modalities, low_signal, pool_t, resp_t, language_t, heard) =
             tokio::task::spawn_blocking(move || {
                 let (raw, pool_t) =
                     gpu.pool(&fv, &hv, seconds, spec.fps, threshold, hop_offset as u32)?;
@@ -415,7 +408,6 @@ impl Qualia {
                     source_dbfs,
                 );
                 let language_started = Instant::now();
-                let mut heard_seconds: Vec<crate::result::HeardSecond> = Vec::new();
                 let (features, presence) = if model.format() >= 2 {
                     let language = match (&heard, &listener) {
                         (Some(h), Some(l)) if streams.audio || !h.lines.is_empty() => {
@@ -424,7 +416,6 @@ impl Qualia {
                                 QualiaError::Speech(format!("language features: {e:#}"))
                             };
                             let multilingual;
-                            let english = matches!(h.meaning_reader(), MeaningReader::English);
                             let (embedder, axes): (Option<&dyn language::Embed>, &_) = match h
                                 .meaning_reader()
                             {
@@ -438,10 +429,6 @@ impl Qualia {
                                 }
                                 MeaningReader::None => (None, &model.axes),
                             };
-                            let offer = match embedder {
-                                Some(e) => Some(l.offer.get(english, e).map_err(failed)?),
-                                None => None,
-                            };
                             Some(
                                 language::compute(
                                     seconds,
@@ -450,7 +437,6 @@ impl Qualia {
                                     &h.confidence,
                                     embedder,
                                     axes,
-                                    offer.as_deref(),
                                 )
                                 .map_err(failed)?,
                             )
@@ -462,18 +448,6 @@ impl Qualia {
                         audio: streams.audio,
                         speech: language.is_some(),
                     };
-                    heard_seconds = language
-                        .as_ref()
-                        .map(|l| {
-                            (0..seconds)
-                                .map(|t| crate::result::HeardSecond {
-                                    voice: l.per_second[t * language::LANGUAGE_FEATURES]
-                                        .clamp(0.0, 1.0),
-                                    offer: l.offer.get(t).copied().unwrap_or(0.0),
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default();
                     (
                         v2::derive(
                             &raw,
@@ -510,7 +484,6 @@ impl Qualia {
                     resp.time,
                     language_t,
                     heard,
-                    heard_seconds,
                 ))
             })
             .await
@@ -546,7 +519,6 @@ impl Qualia {
             picture: active_picture,
             picture_revised,
             heard,
-            heard_seconds,
         })
     }
 

@@ -532,7 +532,6 @@ mod tests {
         let words = LanguageFeatures {
             per_second: vec![0.0; LANGUAGE_FEATURES],
             detected: true,
-            offer: vec![0.0],
         };
         let row = derive(
             &raw,

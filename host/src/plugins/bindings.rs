@@ -37,48 +37,8 @@ pub mod manipulation {
     });
 }
 
-/// The 1.1.0 worlds. Their `types` are 1.0.0's, word for word, so they share 1.0.0's generated
-/// Rust types (every output type is the same, and a 1.0.0 and a 1.1.0 plugin's outputs need
-/// no conversion); `heard` and `host` are generated here.
-pub mod lens11 {
-    wasmtime::component::bindgen!({
-        path: "../wit/analysis@1.1.0",
-        world: "lens",
-        additional_derives: [PartialEq],
-        with: {
-            "brainscan:analysis/types": crate::plugins::bindings::lens::brainscan::analysis::types,
-        },
-    });
-}
-
-pub mod moments11 {
-    wasmtime::component::bindgen!({
-        path: "../wit/analysis@1.1.0",
-        world: "moments",
-        with: {
-            "brainscan:analysis/types": crate::plugins::bindings::lens::brainscan::analysis::types,
-            "brainscan:analysis/heard": crate::plugins::bindings::lens11::brainscan::analysis::heard,
-            "brainscan:analysis/host": crate::plugins::bindings::lens11::brainscan::analysis::host,
-        },
-    });
-}
-
-pub mod manipulation11 {
-    wasmtime::component::bindgen!({
-        path: "../wit/analysis@1.1.0",
-        world: "manipulation",
-        with: {
-            "brainscan:analysis/types": crate::plugins::bindings::lens::brainscan::analysis::types,
-            "brainscan:analysis/heard": crate::plugins::bindings::lens11::brainscan::analysis::heard,
-            "brainscan:analysis/host": crate::plugins::bindings::lens11::brainscan::analysis::host,
-        },
-    });
-}
-
 pub use lens::brainscan::analysis::host::Level;
 pub use lens::brainscan::analysis::types as wit;
-/// 1.1.0's additions.
-pub use lens11::brainscan::analysis::heard as wit11;
 
 /// Longest reason, summary or quote string accepted from a plugin, in bytes.
 pub const MAX_TEXT: usize = 2_000;
@@ -120,11 +80,6 @@ impl OutputSize for wit::LensSeries {
                 .iter()
                 .map(|s| 8 + s.reason.len())
                 .sum::<usize>()
-    }
-}
-impl OutputSize for wit11::ReadSeries {
-    fn output_size(&self) -> usize {
-        self.series.output_size() + self.read.len()
     }
 }
 impl OutputSize for wit::Moment {
@@ -196,8 +151,6 @@ impl OutputSize for wit::Manipulation {
 /// One transcript line, host side: a part of the stored result (see [`crate::result`]),
 /// re-exported here because plugins receive it.
 pub use crate::result::TranscriptLine;
-/// How the clip was heard (contract 1.1.0), host side: part of the stored result too.
-pub use crate::result::{HeardData, HeardSecond};
 
 /// The clip as the host holds it; converted to the WIT record per call.
 #[derive(Debug, Clone, PartialEq)]
@@ -208,9 +161,6 @@ pub struct ClipData {
     pub video: bool,
     pub audio: bool,
     pub transcript: Vec<TranscriptLine>,
-    /// How the sound and words were heard: what 1.1.0 plugins read beside the clip (1.0.0
-    /// plugins never see it). Empty where not known.
-    pub heard: HeardData,
 }
 
 impl ClipData {
@@ -228,7 +178,6 @@ impl ClipData {
             video: r.modalities.video,
             audio: r.modalities.audio,
             transcript: r.transcript.clone(),
-            heard: r.heard.clone(),
         };
         clip.fit_transcript();
         clip
@@ -254,7 +203,6 @@ impl ClipData {
             .count();
         let dropped = self.transcript.len() - keep;
         self.transcript.truncate(keep);
-        self.heard.line_confidence.truncate(keep);
         dropped
     }
 
@@ -310,70 +258,7 @@ impl ClipData {
                 return Err("a transcript line has a non-finite time or is too long".into());
             }
         }
-        let heard = &self.heard;
-        if !heard.seconds.is_empty() && heard.seconds.len() != self.networks.len() {
-            return Err(format!(
-                "{} heard seconds for {} network rows",
-                heard.seconds.len(),
-                self.networks.len()
-            ));
-        }
-        if heard
-            .seconds
-            .iter()
-            .any(|h| !(0.0..=1.0).contains(&h.voice) || !(-1.0..=1.0).contains(&h.offer))
-        {
-            return Err("a heard second's voice is outside 0-1 or its offer outside -1-1".into());
-        }
-        if !heard.line_confidence.is_empty() && heard.line_confidence.len() != self.transcript.len()
-        {
-            return Err(format!(
-                "{} line confidences for {} transcript lines",
-                heard.line_confidence.len(),
-                self.transcript.len()
-            ));
-        }
-        if heard
-            .line_confidence
-            .iter()
-            .any(|c| !(0.0..=1.0).contains(c))
-        {
-            return Err("a line confidence is outside 0-1".into());
-        }
         Ok(())
-    }
-
-    /// [`Self::heard`] as contract 1.1.0's record: where it is not known, every second reads
-    /// no voice and no offer, and every line full confidence (a result stored before 1.1.0
-    /// held lines the scan then trusted).
-    pub fn to_heard(&self) -> wit11::HeardClip {
-        let seconds = if self.heard.seconds.len() == self.networks.len() {
-            self.heard
-                .seconds
-                .iter()
-                .map(|h| wit11::HeardSecond {
-                    voice: h.voice,
-                    offer: h.offer,
-                })
-                .collect()
-        } else {
-            vec![
-                wit11::HeardSecond {
-                    voice: 0.0,
-                    offer: 0.0,
-                };
-                self.networks.len()
-            ]
-        };
-        let line_confidence = if self.heard.line_confidence.len() == self.transcript.len() {
-            self.heard.line_confidence.clone()
-        } else {
-            vec![1.0; self.transcript.len()]
-        };
-        wit11::HeardClip {
-            seconds,
-            line_confidence,
-        }
     }
 
     pub fn to_wit(&self) -> wit::Clip {
@@ -444,20 +329,12 @@ fn in_range(what: impl fmt::Display + Copy, v: f64, lo: f64, hi: f64) -> Result<
 /// # Errors
 /// A sentence naming the first problem.
 pub fn check_lens_output(
-    series: &[wit11::ReadSeries],
+    series: &[wit::LensSeries],
     seconds: usize,
     expected: &[String],
 ) -> Result<(), String> {
     let mut seen = std::collections::BTreeSet::new();
-    for read in series {
-        let s = &read.series;
-        if read.read.len() != seconds {
-            return Err(format!(
-                "lens {} says which of {} seconds it read, the clip has {seconds}",
-                s.lens,
-                read.read.len()
-            ));
-        }
+    for s in series {
         if !expected.contains(&s.lens) {
             return Err(format!(
                 "returned lens {:?}, which was not asked of it",
@@ -781,7 +658,6 @@ mod tests {
             video: true,
             audio: true,
             transcript: vec![line; 1_049],
-            heard: HeardData::default(),
         };
         let err = clip.validate(180).expect_err("over the budget");
         assert!(err.contains("bytes of transcript for 1 s"), "{err}");

@@ -11,7 +11,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::bindings::wit11;
 use super::bindings::{ClipData, TranscriptLine, wit};
 use super::manifest::Kind;
 use super::runtime::{CallFailure, CallStats, LoadedPlugin, PluginError, PluginRuntime};
@@ -119,27 +118,12 @@ pub fn fixture_clip(seconds: usize) -> ClipData {
             text: lines[i % lines.len()].to_owned(),
         })
         .collect();
-    // Heard as a 1.1.0 plugin reads it: a voice while a line is spoken, and the offer of
-    // the sales lines above (line confidence left unknown, so every line counts as trusted).
-    let heard = crate::result::HeardData {
-        seconds: (0..seconds)
-            .map(|t| {
-                let in_line = t % 5 >= 1 && t % 5 <= 3 && t / 5 < seconds / 5;
-                crate::result::HeardSecond {
-                    voice: if in_line { 1.0 } else { 0.0 },
-                    offer: if in_line { 0.4 } else { 0.0 },
-                }
-            })
-            .collect(),
-        line_confidence: Vec::new(),
-    };
     ClipData {
         duration_sec: seconds as f64 - 0.25,
         networks,
         video: true,
         audio: true,
         transcript,
-        heard,
     }
 }
 
@@ -173,31 +157,22 @@ async fn call(
     runtime: &PluginRuntime,
     plugin: &Arc<LoadedPlugin>,
     clip: wit::Clip,
-    heard: wit11::HeardClip,
     series: Vec<wit::LensSeries>,
 ) -> Result<(String, CallStats), PluginError> {
-    // The fixture's lens series read every second.
-    let series: Vec<wit11::ReadSeries> = series
-        .into_iter()
-        .map(|s| wit11::ReadSeries {
-            read: vec![true; s.seconds.len()],
-            series: s,
-        })
-        .collect();
     match plugin.manifest.kind {
         Kind::Lens => {
             let lenses = plugin.manifest.provides.clone();
             runtime
-                .score_unchecked(plugin, clip, heard, &lenses)
+                .score_unchecked(plugin, clip, &lenses)
                 .await
                 .map(|(v, s)| (format!("{v:?}"), s))
         }
         Kind::Moments => runtime
-            .detect_unchecked(plugin, clip, heard, series)
+            .detect_unchecked(plugin, clip, series)
             .await
             .map(|(v, s)| (format!("{v:?}"), s)),
         Kind::Manipulation => runtime
-            .analyze_unchecked(plugin, clip, heard)
+            .analyze_unchecked(plugin, clip)
             .await
             .map(|(v, s)| (format!("{v:?}"), s)),
     }
@@ -215,7 +190,6 @@ pub async fn run(runtime: &PluginRuntime, plugin: &Arc<LoadedPlugin>) -> Report 
         runtime,
         plugin,
         canonical.to_wit(),
-        canonical.to_heard(),
         canonical_series.clone(),
     )
     .await;
@@ -223,7 +197,6 @@ pub async fn run(runtime: &PluginRuntime, plugin: &Arc<LoadedPlugin>) -> Report 
         runtime,
         plugin,
         canonical.to_wit(),
-        canonical.to_heard(),
         canonical_series.clone(),
     )
     .await;
@@ -256,14 +229,7 @@ pub async fn run(runtime: &PluginRuntime, plugin: &Arc<LoadedPlugin>) -> Report 
     let longest = fixture_clip(MAX_DURATION_SECS as usize);
     let series = fixture_series(&longest, &FIXTURE_LENSES);
     let t = Instant::now();
-    let r = call(
-        runtime,
-        plugin,
-        longest.to_wit(),
-        longest.to_heard(),
-        series,
-    )
-    .await;
+    let r = call(runtime, plugin, longest.to_wit(), series).await;
     let wall_ms = t.elapsed().as_secs_f64() * 1000.0;
     let check = format!("budgets ({MAX_DURATION_SECS} s clip)");
     rows.push(match r {
@@ -312,27 +278,17 @@ pub async fn run(runtime: &PluginRuntime, plugin: &Arc<LoadedPlugin>) -> Report 
         .collect();
     let mut mismatch = canonical.to_wit();
     mismatch.networks.truncate(10);
-    let no_heard = wit11::HeardClip {
-        seconds: Vec::new(),
-        line_confidence: Vec::new(),
-    };
-    for (name, clip, heard, series) in [
-        (
-            "robustness: NaN input",
-            nan,
-            canonical.to_heard(),
-            nan_series,
-        ),
-        ("robustness: empty clip", empty, no_heard, empty_series),
+    for (name, clip, series) in [
+        ("robustness: NaN input", nan, nan_series),
+        ("robustness: empty clip", empty, empty_series),
         (
             "robustness: length mismatch",
             mismatch,
-            canonical.to_heard(),
             canonical_series.clone(),
         ),
     ] {
         let t = Instant::now();
-        let r = call(runtime, plugin, clip, heard, series).await;
+        let r = call(runtime, plugin, clip, series).await;
         let wall_ms = t.elapsed().as_secs_f64() * 1000.0;
         rows.push(match r {
             Ok((_, stats)) => CheckRow {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// The WIT contract versions this host serves. Released versions are frozen; a new one is a
 /// new folder under `wit/` and a new entry here, and the old ones keep working.
-pub const SUPPORTED_WIT: &[&str] = &["1.0.0", "1.1.0"];
+pub const SUPPORTED_WIT: &[&str] = &["1.0.0"];
 
 /// The three plugin worlds; each is also a slot kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]

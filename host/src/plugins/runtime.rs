@@ -29,7 +29,6 @@ use wasmtime::{
 };
 
 pub use super::bindings::ClipData;
-use super::bindings::wit11;
 use super::bindings::{self, Level, OutputSize, wit};
 use super::manifest::{self, Kind, Manifest, RequestedLimits, SUPPORTED_WIT};
 use crate::config::PluginConfig;
@@ -191,21 +190,6 @@ pub struct HostState {
 }
 
 impl wit::Host for HostState {}
-impl bindings::wit11::Host for HostState {}
-
-/// Contract 1.1.0's `host` is 1.0.0's: the same log, under the new version's name.
-impl bindings::lens11::brainscan::analysis::host::Host for HostState {
-    fn log(&mut self, level: bindings::lens11::brainscan::analysis::host::Level, message: String) {
-        use bindings::lens11::brainscan::analysis::host::Level as L11;
-        let level = match level {
-            L11::Debug => Level::Debug,
-            L11::Info => Level::Info,
-            L11::Warn => Level::Warn,
-            L11::Error => Level::Error,
-        };
-        bindings::lens::brainscan::analysis::host::Host::log(self, level, message);
-    }
-}
 
 impl bindings::lens::brainscan::analysis::host::Host for HostState {
     fn log(&mut self, level: Level, message: String) {
@@ -259,10 +243,6 @@ pub enum Pre {
     Lens(bindings::lens::LensPre<HostState>),
     Moments(bindings::moments::MomentsPre<HostState>),
     Manipulation(bindings::manipulation::ManipulationPre<HostState>),
-    /// Contract 1.1.0: the same worlds, each also reading how the clip was heard.
-    Lens11(bindings::lens11::LensPre<HostState>),
-    Moments11(bindings::moments11::MomentsPre<HostState>),
-    Manipulation11(bindings::manipulation11::ManipulationPre<HostState>),
 }
 
 /// An installed plugin, compiled and linked: cheap to clone, kept while any slot or in-flight
@@ -377,11 +357,6 @@ impl PluginRuntime {
             |s| s,
         )
         .map_err(|e| anyhow::anyhow!("plugin linker: {e}"))?;
-        bindings::lens11::brainscan::analysis::host::add_to_linker::<_, HasSelf<_>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(|e| anyhow::anyhow!("plugin linker: {e}"))?;
         let stop_ticker = Arc::new(AtomicBool::new(false));
         {
             let engine = engine.clone();
@@ -466,25 +441,18 @@ impl PluginRuntime {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?;
-        let instantiate = |e: wasmtime::Error| LoadError::Instantiate(format!("{e:#}"));
-        let pre = match (kind.0, kind.1.as_str()) {
-            (Kind::Lens, "1.0.0") => {
-                Pre::Lens(bindings::lens::LensPre::new(pre).map_err(instantiate)?)
-            }
-            (Kind::Moments, "1.0.0") => {
-                Pre::Moments(bindings::moments::MomentsPre::new(pre).map_err(instantiate)?)
-            }
-            (Kind::Manipulation, "1.0.0") => Pre::Manipulation(
-                bindings::manipulation::ManipulationPre::new(pre).map_err(instantiate)?,
+        let pre = match kind.0 {
+            Kind::Lens => Pre::Lens(
+                bindings::lens::LensPre::new(pre)
+                    .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?,
             ),
-            (Kind::Lens, _) => {
-                Pre::Lens11(bindings::lens11::LensPre::new(pre).map_err(instantiate)?)
-            }
-            (Kind::Moments, _) => {
-                Pre::Moments11(bindings::moments11::MomentsPre::new(pre).map_err(instantiate)?)
-            }
-            (Kind::Manipulation, _) => Pre::Manipulation11(
-                bindings::manipulation11::ManipulationPre::new(pre).map_err(instantiate)?,
+            Kind::Moments => Pre::Moments(
+                bindings::moments::MomentsPre::new(pre)
+                    .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?,
+            ),
+            Kind::Manipulation => Pre::Manipulation(
+                bindings::manipulation::ManipulationPre::new(pre)
+                    .map_err(|e| LoadError::Instantiate(format!("{e:#}")))?,
             ),
         };
         let info = self.describe(&pre)?;
@@ -548,7 +516,6 @@ impl PluginRuntime {
             let allowed = SUPPORTED_WIT.iter().any(|v| {
                 name == format!("brainscan:analysis/host@{v}")
                     || name == format!("brainscan:analysis/types@{v}")
-                    || (*v != "1.0.0" && name == format!("brainscan:analysis/heard@{v}"))
             });
             if !allowed {
                 return Err(LoadError::ForbiddenImport(name.to_owned()));
@@ -630,24 +597,6 @@ impl PluginRuntime {
                 .call_describe(&mut store)
                 .map_err(err),
             Pre::Manipulation(p) => p
-                .instantiate(&mut store)
-                .map_err(err)?
-                .brainscan_analysis_manipulation_plugin()
-                .call_describe(&mut store)
-                .map_err(err),
-            Pre::Lens11(p) => p
-                .instantiate(&mut store)
-                .map_err(err)?
-                .brainscan_analysis_lens_plugin()
-                .call_describe(&mut store)
-                .map_err(err),
-            Pre::Moments11(p) => p
-                .instantiate(&mut store)
-                .map_err(err)?
-                .brainscan_analysis_moments_plugin()
-                .call_describe(&mut store)
-                .map_err(err),
-            Pre::Manipulation11(p) => p
                 .instantiate(&mut store)
                 .map_err(err)?
                 .brainscan_analysis_manipulation_plugin()
@@ -772,9 +721,7 @@ impl PluginRuntime {
         }
     }
 
-    /// Scores `lenses` (already filtered to those the plugin provides) over the clip: each
-    /// series with the seconds that have a reading (a 1.0.0 plugin cannot say, so every second
-    /// of its series counts).
+    /// Scores `lenses` (already filtered to those the plugin provides) over the clip.
     ///
     /// # Errors
     /// A [`PluginError`] naming the plugin, version and limit or check that failed.
@@ -783,11 +730,10 @@ impl PluginRuntime {
         plugin: &Arc<LoadedPlugin>,
         clip: &ClipData,
         lenses: &[String],
-    ) -> Result<(Vec<wit11::ReadSeries>, CallStats), PluginError> {
+    ) -> Result<(Vec<wit::LensSeries>, CallStats), PluginError> {
         clip.validate(crate::scan::MAX_DURATION_SECS as usize + 1)
             .map_err(|e| Self::input_error(plugin, e))?;
-        self.score_unchecked(plugin, clip.to_wit(), clip.to_heard(), lenses)
-            .await
+        self.score_unchecked(plugin, clip.to_wit(), lenses).await
     }
 
     /// [`Self::score`] without the host's input check: conformance uses it to send bad input
@@ -796,42 +742,24 @@ impl PluginRuntime {
         &self,
         plugin: &Arc<LoadedPlugin>,
         clip: wit::Clip,
-        heard: wit11::HeardClip,
         lenses: &[String],
-    ) -> Result<(Vec<wit11::ReadSeries>, CallStats), PluginError> {
+    ) -> Result<(Vec<wit::LensSeries>, CallStats), PluginError> {
         let seconds = clip.networks.len();
         let wanted = lenses.to_vec();
         let (series, stats) = self
             .run(plugin, seconds, move |pre, store, stats| {
+                let Pre::Lens(p) = pre else {
+                    return Err(wasmtime::Error::msg("not a lens plugin"));
+                };
                 let t = Instant::now();
-                match pre {
-                    Pre::Lens(p) => {
-                        let inst = p.instantiate(&mut *store)?;
-                        stats.instantiate_ns = t.elapsed().as_nanos() as u64;
-                        let t = Instant::now();
-                        let out = inst.brainscan_analysis_lens_plugin().call_score(
-                            &mut *store,
-                            &clip,
-                            &wanted,
-                        );
-                        stats.call_ns = t.elapsed().as_nanos() as u64;
-                        out.map(|r| r.map(|v| v.into_iter().map(all_read).collect()))
-                    }
-                    Pre::Lens11(p) => {
-                        let inst = p.instantiate(&mut *store)?;
-                        stats.instantiate_ns = t.elapsed().as_nanos() as u64;
-                        let t = Instant::now();
-                        let out = inst.brainscan_analysis_lens_plugin().call_score(
-                            &mut *store,
-                            &clip,
-                            &heard,
-                            &wanted,
-                        );
-                        stats.call_ns = t.elapsed().as_nanos() as u64;
-                        out
-                    }
-                    _ => Err(wasmtime::Error::msg("not a lens plugin")),
-                }
+                let inst = p.instantiate(&mut *store)?;
+                stats.instantiate_ns = t.elapsed().as_nanos() as u64;
+                let t = Instant::now();
+                let out =
+                    inst.brainscan_analysis_lens_plugin()
+                        .call_score(&mut *store, &clip, &wanted);
+                stats.call_ns = t.elapsed().as_nanos() as u64;
+                out
             })
             .await?;
         bindings::check_lens_output(&series, seconds, lenses)
@@ -847,11 +775,11 @@ impl PluginRuntime {
         &self,
         plugin: &Arc<LoadedPlugin>,
         clip: &ClipData,
-        series: &[wit11::ReadSeries],
+        series: &[wit::LensSeries],
     ) -> Result<(wit::Detection, CallStats), PluginError> {
         clip.validate(crate::scan::MAX_DURATION_SECS as usize + 1)
             .map_err(|e| Self::input_error(plugin, e))?;
-        self.detect_unchecked(plugin, clip.to_wit(), clip.to_heard(), series.to_vec())
+        self.detect_unchecked(plugin, clip.to_wit(), series.to_vec())
             .await
     }
 
@@ -859,44 +787,26 @@ impl PluginRuntime {
         &self,
         plugin: &Arc<LoadedPlugin>,
         clip: wit::Clip,
-        heard: wit11::HeardClip,
-        series: Vec<wit11::ReadSeries>,
+        series: Vec<wit::LensSeries>,
     ) -> Result<(wit::Detection, CallStats), PluginError> {
         let seconds = clip.networks.len();
-        let lenses: Vec<String> = series.iter().map(|s| s.series.lens.clone()).collect();
+        let lenses: Vec<String> = series.iter().map(|s| s.lens.clone()).collect();
         let (d, stats) = self
             .run(plugin, seconds, move |pre, store, stats| {
+                let Pre::Moments(p) = pre else {
+                    return Err(wasmtime::Error::msg("not a moments plugin"));
+                };
                 let t = Instant::now();
-                match pre {
-                    Pre::Moments(p) => {
-                        let inst = p.instantiate(&mut *store)?;
-                        stats.instantiate_ns = t.elapsed().as_nanos() as u64;
-                        let plain: Vec<wit::LensSeries> =
-                            series.iter().map(|s| s.series.clone()).collect();
-                        let t = Instant::now();
-                        let out = inst.brainscan_analysis_moments_plugin().call_detect(
-                            &mut *store,
-                            &clip,
-                            &plain,
-                        );
-                        stats.call_ns = t.elapsed().as_nanos() as u64;
-                        out
-                    }
-                    Pre::Moments11(p) => {
-                        let inst = p.instantiate(&mut *store)?;
-                        stats.instantiate_ns = t.elapsed().as_nanos() as u64;
-                        let t = Instant::now();
-                        let out = inst.brainscan_analysis_moments_plugin().call_detect(
-                            &mut *store,
-                            &clip,
-                            &heard,
-                            &series,
-                        );
-                        stats.call_ns = t.elapsed().as_nanos() as u64;
-                        out
-                    }
-                    _ => Err(wasmtime::Error::msg("not a moments plugin")),
-                }
+                let inst = p.instantiate(&mut *store)?;
+                stats.instantiate_ns = t.elapsed().as_nanos() as u64;
+                let t = Instant::now();
+                let out = inst.brainscan_analysis_moments_plugin().call_detect(
+                    &mut *store,
+                    &clip,
+                    &series,
+                );
+                stats.call_ns = t.elapsed().as_nanos() as u64;
+                out
             })
             .await?;
         bindings::check_detection(&d, seconds, &lenses)
@@ -915,45 +825,29 @@ impl PluginRuntime {
     ) -> Result<(wit::Manipulation, CallStats), PluginError> {
         clip.validate(crate::scan::MAX_DURATION_SECS as usize + 1)
             .map_err(|e| Self::input_error(plugin, e))?;
-        self.analyze_unchecked(plugin, clip.to_wit(), clip.to_heard())
-            .await
+        self.analyze_unchecked(plugin, clip.to_wit()).await
     }
 
     pub(crate) async fn analyze_unchecked(
         &self,
         plugin: &Arc<LoadedPlugin>,
         clip: wit::Clip,
-        heard: wit11::HeardClip,
     ) -> Result<(wit::Manipulation, CallStats), PluginError> {
         let seconds = clip.networks.len();
         let (m, stats) = self
             .run(plugin, seconds, move |pre, store, stats| {
+                let Pre::Manipulation(p) = pre else {
+                    return Err(wasmtime::Error::msg("not a manipulation plugin"));
+                };
                 let t = Instant::now();
-                match pre {
-                    Pre::Manipulation(p) => {
-                        let inst = p.instantiate(&mut *store)?;
-                        stats.instantiate_ns = t.elapsed().as_nanos() as u64;
-                        let t = Instant::now();
-                        let out = inst
-                            .brainscan_analysis_manipulation_plugin()
-                            .call_analyze(&mut *store, &clip);
-                        stats.call_ns = t.elapsed().as_nanos() as u64;
-                        out
-                    }
-                    Pre::Manipulation11(p) => {
-                        let inst = p.instantiate(&mut *store)?;
-                        stats.instantiate_ns = t.elapsed().as_nanos() as u64;
-                        let t = Instant::now();
-                        let out = inst.brainscan_analysis_manipulation_plugin().call_analyze(
-                            &mut *store,
-                            &clip,
-                            &heard,
-                        );
-                        stats.call_ns = t.elapsed().as_nanos() as u64;
-                        out
-                    }
-                    _ => Err(wasmtime::Error::msg("not a manipulation plugin")),
-                }
+                let inst = p.instantiate(&mut *store)?;
+                stats.instantiate_ns = t.elapsed().as_nanos() as u64;
+                let t = Instant::now();
+                let out = inst
+                    .brainscan_analysis_manipulation_plugin()
+                    .call_analyze(&mut *store, &clip);
+                stats.call_ns = t.elapsed().as_nanos() as u64;
+                out
             })
             .await?;
         bindings::check_manipulation(&m, seconds).map_err(|e| Self::output_error(plugin, e))?;
@@ -968,38 +862,23 @@ impl PluginRuntime {
         let mut store = self.store("(bench)".into(), &plugin.granted, plugin.granted.fuel_base);
         let t = Instant::now();
         // The instance is dropped with the store; only the instantiate step is timed.
-        let e = |e: wasmtime::Error| anyhow::anyhow!("{e:#}");
         match &plugin.pre {
             Pre::Lens(p) => {
-                p.instantiate(&mut store).map_err(e)?;
+                p.instantiate(&mut store)
+                    .map_err(|e| anyhow::anyhow!("{e:#}"))?;
             }
             Pre::Moments(p) => {
-                p.instantiate(&mut store).map_err(e)?;
+                p.instantiate(&mut store)
+                    .map_err(|e| anyhow::anyhow!("{e:#}"))?;
             }
             Pre::Manipulation(p) => {
-                p.instantiate(&mut store).map_err(e)?;
-            }
-            Pre::Lens11(p) => {
-                p.instantiate(&mut store).map_err(e)?;
-            }
-            Pre::Moments11(p) => {
-                p.instantiate(&mut store).map_err(e)?;
-            }
-            Pre::Manipulation11(p) => {
-                p.instantiate(&mut store).map_err(e)?;
+                p.instantiate(&mut store)
+                    .map_err(|e| anyhow::anyhow!("{e:#}"))?;
             }
         }
         let elapsed = t.elapsed();
         drop(store);
         Ok(elapsed)
-    }
-}
-
-/// A 1.0.0 lens series: its plugin cannot say which seconds have a reading, so all count.
-fn all_read(series: wit::LensSeries) -> wit11::ReadSeries {
-    wit11::ReadSeries {
-        read: vec![true; series.seconds.len()],
-        series,
     }
 }
 

@@ -584,14 +584,11 @@ impl WhisperModel {
                 }
                 _ => self.window(&window)?,
             };
-            let (decoded, accepted) = self.decode_with_fallback(&attended, &prompt, seek as u64)?;
+            let decoded = self.decode_with_fallback(&attended, &prompt, seek as u64)?;
             let silent = decoded.no_speech_prob > m::NO_SPEECH_THRESHOLD
                 && decoded.avg_logprob < m::LOGPROB_THRESHOLD;
             let (found, advance) = self.segments(&decoded, offset, window_frames);
-            // A window that every temperature decoded as repetitive or unlikely has no
-            // transcript: the reference keeps its last attempt, which is how noise and music
-            // became lines ("Hello, hello, hello, hello", a jingle heard as speech).
-            if !silent && accepted {
+            if !silent {
                 segments.extend(found.into_iter().map(|mut s| {
                     let limit = content_frames as f64 * FRAME_SECS;
                     s.end = s.end.min(limit);
@@ -813,8 +810,7 @@ impl WhisperModel {
     }
 
     /// The reference's temperature fallback: the first decoding, in temperature order, that is
-    /// silence or neither repetitive nor unlikely; else the last, marked not accepted (the
-    /// caller drops its text; the reference keeps it). Temperature 0 is decoded
+    /// silence or neither repetitive nor unlikely; else the last. Temperature 0 is decoded
     /// alone (most windows stop there); when it fails, the other temperatures are decoded as
     /// one batch and tried in order, which gives the same choice as decoding them one by one
     /// (each keeps its own seed) at the cost of one pass instead of up to five.
@@ -823,7 +819,7 @@ impl WhisperModel {
         attended: &Window,
         prompt: &[u32],
         seed: u64,
-    ) -> anyhow::Result<(Decoded, bool)> {
+    ) -> anyhow::Result<Decoded> {
         let accept = |d: &Decoded| {
             let silent =
                 d.no_speech_prob > m::NO_SPEECH_THRESHOLD && d.avg_logprob < m::LOGPROB_THRESHOLD;
@@ -842,15 +838,14 @@ impl WhisperModel {
             .pop()
             .context("no decoding")?;
         if accept(&greedy) || rest.is_empty() {
-            let accepted = accept(&greedy);
-            return Ok((greedy, accepted));
+            return Ok(greedy);
         }
         let mut fallbacks = self.decode(attended, prompt, rest)?;
-        let (chosen, accepted) = fallbacks
+        let chosen = fallbacks
             .iter()
             .position(accept)
-            .map_or((fallbacks.len() - 1, false), |i| (i, true));
-        Ok((fallbacks.swap_remove(chosen), accepted))
+            .unwrap_or(fallbacks.len() - 1);
+        Ok(fallbacks.swap_remove(chosen))
     }
 
     /// One decoding pass over a window's attended encoder output for each `(temperature,

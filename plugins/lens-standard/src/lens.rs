@@ -9,13 +9,8 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use brainscan_readouts::Readout;
-use brainscan_sdk::text::{
-    KERNEL_REACH_SECONDS, NOT_ASSESSABLE, WORD_REACH_SECONDS, has_words, offer_in_reach_by_second,
-    words_in_reach_by_second,
-};
-use brainscan_sdk::{
-    Clip, Describe, HeardClip, LensPlugin, LensSecond, LensSeries, PluginError, ReadSeries,
-};
+use brainscan_sdk::text::{NOT_ASSESSABLE, has_words};
+use brainscan_sdk::{Clip, Describe, LensPlugin, LensSecond, LensSeries, PluginError};
 
 /// The plain-language name of each network, as `raw_labeled` names it.
 use brainscan_sdk::PLAIN_NETWORKS as PLAIN;
@@ -99,53 +94,24 @@ impl LensPlugin for StandardLenses {
         LENSES.iter().map(|l| l.name().to_string()).collect()
     }
 
-    /// Without how the clip was heard (a 1.0.0 host): purchase intent is read wherever words
-    /// are in reach, with no offer reading to gate it.
     fn score(clip: &Clip, lenses: &[String]) -> Result<Vec<LensSeries>, PluginError> {
-        Ok(score_all(clip, None, lenses)
-            .into_iter()
-            .map(|r| r.series)
+        let rows: Vec<[f32; 7]> = clip.networks.iter().map(|n| n.values()).collect();
+        Ok(LENSES
+            .iter()
+            .enumerate()
+            .filter(|(_, def)| lenses.iter().any(|l| l == def.name()))
+            .map(|(li, def)| LensSeries {
+                lens: def.name().to_string(),
+                seconds: if def.name() == "manipulation" && !has_words(clip) {
+                    not_assessable(rows.len(), NOT_ASSESSABLE)
+                } else if never_driven(def, &rows) {
+                    not_assessable(rows.len(), &nothing_to_read(def))
+                } else {
+                    score_lens(def, li, &rows)
+                },
+            })
             .collect())
     }
-
-    fn score_heard(
-        clip: &Clip,
-        heard: &HeardClip,
-        lenses: &[String],
-    ) -> Result<Vec<ReadSeries>, PluginError> {
-        Ok(score_all(clip, Some(heard), lenses))
-    }
-}
-
-/// Every requested lens over the clip, with the seconds that have a reading.
-fn score_all(clip: &Clip, heard: Option<&HeardClip>, lenses: &[String]) -> Vec<ReadSeries> {
-    let rows: Vec<[f32; 7]> = clip.networks.iter().map(|n| n.values()).collect();
-    let words = words_in_reach_by_second(clip);
-    let offers = heard.map(offer_in_reach_by_second);
-    LENSES
-        .iter()
-        .enumerate()
-        .filter(|(_, def)| lenses.iter().any(|l| l == def.name()))
-        .map(|(li, def)| {
-            let (seconds, read) = if def.name() == "manipulation" && !has_words(clip) {
-                not_assessable(rows.len(), NOT_ASSESSABLE)
-            } else if never_driven(def, &rows) {
-                not_assessable(rows.len(), &nothing_to_read(def))
-            } else {
-                let gate = offers
-                    .as_deref()
-                    .filter(|_| def.name() == "purchase_intent");
-                score_lens_gated(def, li, &rows, &words, gate)
-            };
-            ReadSeries {
-                series: LensSeries {
-                    lens: def.name().to_string(),
-                    seconds,
-                },
-                read,
-            }
-        })
-        .collect()
 }
 
 /// A lens with nothing to read: every second sits at the neutral 50 and says why.
@@ -153,14 +119,13 @@ fn score_all(clip: &Clip, heard: Option<&HeardClip>, lenses: &[String]) -> Vec<R
 /// The manipulation lens of a clip without words: pressure relative to deliberation has no
 /// second term (deliberation is read from words), so it is not read as a verdict. A weighted
 /// lens whose networks never leave rest ([`never_driven`]): nothing it reads is in the clip.
-fn not_assessable(seconds: usize, reason: &str) -> (Vec<LensSecond>, Vec<bool>) {
-    let out = (0..seconds)
+fn not_assessable(seconds: usize, reason: &str) -> Vec<LensSecond> {
+    (0..seconds)
         .map(|_| LensSecond {
             score: 50.0,
             reason: reason.to_string(),
         })
-        .collect();
-    (out, alloc::vec![false; seconds])
+        .collect()
 }
 
 /// Whether none of the networks a lens reads leaves rest in any second of the clip
@@ -183,70 +148,13 @@ fn nothing_to_read(def: &LensDef) -> String {
     )
 }
 
-/// [`score_lens_gated`] without the offer gate, scores only (the unit tests' entry).
-#[cfg(test)]
-pub fn score_lens(
-    def: &LensDef,
-    lens_index: usize,
-    rows: &[[f32; 7]],
-    words: &[bool],
-) -> Vec<LensSecond> {
-    score_lens_gated(def, lens_index, rows, words, None).0
-}
-
-/// Scores and reasons for one lens over the clip; `words[t]` says whether a word is heard
-/// within reach of second `t` (`brainscan_sdk::text::words_in_reach`).
-///
-/// **A second with no reading scores the neutral 50 and says why** (since lens-standard
-/// 2.11.0): at rest (the networks the lens reads are not driven,
-/// [`brainscan_readouts::Readout::at_rest`]), or, for the lenses that read only what words
-/// carry, with no word in reach ([`brainscan_readouts::Readout::needs_words`]). Up to 2.10.0 such
-/// a second was ranked on the corpus like any other: rest sat at the corpus's percentile of a
-/// raw 0, which for manipulation was 82.3 (most corpus speech leans towards deliberation), so a
-/// jingle, a pause or 20 s of silence read as strong persuasion; and a silent face read
-/// purchase intent 88. The second after one with no reading is described by its level, not as
-/// a jump from 50.
-///
-/// `offer` is the offer gate (purchase intent with a 1.1.0 host: `offer[t]` says whether the
-/// words in reach of second `t` make an offer; `None` reads without one). Returns the seconds
-/// and which of them were read.
-///
-/// **Purchase intent needs an offer** (since lens-standard 2.11.0, with a 1.1.0 host): a face,
-/// a voice, loudness, or words that are not about a product, a price or a reason to buy are no
-/// offer, so a second without one has no reading. Up to 2.10.0 a silent 4 s talking head read
-/// purchase intent 88, and a political speech 83.4, above a real commercial.
-pub fn score_lens_gated(
-    def: &LensDef,
-    lens_index: usize,
-    rows: &[[f32; 7]],
-    words: &[bool],
-    offer: Option<&[bool]>,
-) -> (Vec<LensSecond>, Vec<bool>) {
+/// Scores and reasons for one lens over the clip.
+pub fn score_lens(def: &LensDef, lens_index: usize, rows: &[[f32; 7]]) -> Vec<LensSecond> {
     let mut out = Vec::with_capacity(rows.len());
-    let mut read = Vec::with_capacity(rows.len());
     let mut previous: Option<f64> = None;
     let mut seen = [0usize; SITUATIONS];
     let calibration = def.readout.calibration();
-    for (t, row) in rows.iter().enumerate() {
-        let heard = words.get(t).copied().unwrap_or(false);
-        let offered = offer.is_none_or(|o| o.get(t).copied().unwrap_or(false));
-        if !def.readout.assessable(row, heard) || !offered {
-            previous = None;
-            let why = if def.readout.at_rest(row) {
-                Quiet::AtRest
-            } else if !heard {
-                Quiet::NoWords
-            } else {
-                Quiet::NoOffer
-            };
-            out.push(LensSecond {
-                score: 50.0,
-                reason: no_reading(def, why),
-            });
-            read.push(false);
-            continue;
-        }
-        read.push(true);
+    for row in rows {
         let effect = def.readout.effect(row);
         let parts: [f64; 7] = core::array::from_fn(|i| effect[i] * f64::from(row[i]));
         let score = round_score(calibration.percentile(def.readout.raw(row)));
@@ -257,47 +165,6 @@ pub fn score_lens_gated(
             reason,
         });
     }
-    (out, read)
-}
-
-/// Why a second has no reading.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Quiet {
-    AtRest,
-    NoWords,
-    NoOffer,
-}
-
-/// The reason of a second with no reading ([`score_lens_gated`]).
-fn no_reading(def: &LensDef, why: Quiet) -> String {
-    let mut out = String::with_capacity(160);
-    out.push_str("No reading of ");
-    out.push_str(def.noun_lower);
-    out.push_str(" here: ");
-    match why {
-        Quiet::AtRest => out.push_str("the networks it reads are at rest"),
-        Quiet::NoWords => {
-            out.push_str("no words are heard in the last ");
-            push_whole(&mut out, f64::from(WORD_REACH_SECONDS));
-            out.push_str(" s, ");
-            if def.name() == "manipulation" {
-                out.push_str("so there is no deliberation to weigh pressure against");
-            } else {
-                out.push_str("and a face, a voice or music alone is no offer");
-            }
-        }
-        Quiet::NoOffer => {
-            out.push_str("the words heard in the last ");
-            push_whole(
-                &mut out,
-                f64::from(brainscan_sdk::text::SEMANTIC_WINDOW_SECONDS + KERNEL_REACH_SECONDS),
-            );
-            out.push_str(
-                " s make no offer (they read as nearer another kind of speech than a sales offer or a product description)",
-            );
-        }
-    }
-    out.push_str(", so it sits at the neutral 50 (no reading, not a verdict).");
     out
 }
 
@@ -775,7 +642,7 @@ mod tests {
             [0.0, 0.0, 0.0, 0.0, 0.1, 1.5, 0.0],
             [0.0, 0.0, 0.0, 0.0, 3.0, 0.1, 0.0],
         ];
-        let seconds = score_lens(&LENSES[2], 2, &rows, &[true; 3]);
+        let seconds = score_lens(&LENSES[2], 2, &rows);
         let said: Vec<&str> = seconds.iter().map(|s| s.reason.as_str()).collect();
         assert!(said[1].contains("weighing the offer"), "{said:?}");
         assert!(said[2].contains("valuation"), "{said:?}");
@@ -823,51 +690,19 @@ mod tests {
         }
     }
 
-    /// Issue 72: a second at rest read as an extreme (manipulation 82.3 at a raw 0, attention
-    /// 0.1, memory 6.0 in 20 s of silence). Every lens now scores it 50 and says so, naming no
-    /// network; and a second whose networks move with no word in reach has no reading on the
-    /// lenses that read only words (a silent face read purchase intent 88).
     #[test]
-    fn a_second_with_no_reading_scores_fifty_and_says_why() {
+    fn a_second_at_rest_names_no_network() {
         let rows = vec![[0.0f32; 7]; 4];
         for (i, def) in LENSES.iter().enumerate() {
-            for s in score_lens(def, i, &rows, &[true; 4]) {
-                assert_eq!(s.score, 50.0, "{}", def.name());
+            for s in score_lens(def, i, &rows) {
                 assert!(
-                    s.reason.contains("the networks it reads are at rest")
-                        && s.reason.ends_with("(no reading, not a verdict)."),
+                    s.reason.ends_with(": the networks it reads are at rest."),
                     "{}",
                     s.reason
                 );
                 assert!(PLAIN.iter().all(|n| !s.reason.contains(n)), "{}", s.reason);
             }
         }
-        // A face: Visual and Limbic driven, no word anywhere near.
-        let face = vec![[1.2f32, 0.0, 0.0, 0.0, 0.9, 0.0, 0.0]; 4];
-        for (i, def) in LENSES.iter().enumerate() {
-            let seconds = score_lens(def, i, &face, &[false; 4]);
-            if def.readout.needs_words() {
-                for s in &seconds {
-                    assert_eq!(s.score, 50.0, "{}", def.name());
-                    assert!(
-                        s.reason.contains("no words are heard in the last 11 s"),
-                        "{}",
-                        s.reason
-                    );
-                }
-            } else {
-                assert!(seconds.iter().all(|s| s.score != 50.0), "{}", def.name());
-            }
-        }
-        // The same face with words in reach is read.
-        let read = score_lens(&LENSES[2], 2, &face, &[true; 4]);
-        assert!(read.iter().all(|s| s.score > 50.0), "{:?}", read[0]);
-        // The second after one with no reading is not a jump from 50.
-        let mut rows = vec![[0.0f32; 7]; 2];
-        rows[1] = [4.0, 4.0, 4.0, 0.0, 0.0, 0.0, 0.0];
-        let out = score_lens(&LENSES[0], 0, &rows, &[false; 2]);
-        assert!(out[1].score > 90.0);
-        assert!(!out[1].reason.contains('+'), "{}", out[1].reason);
     }
 
     #[test]
@@ -875,11 +710,11 @@ mod tests {
         // Rows that swing attention's networks from far below to far above the corpus.
         let rows: Vec<[f32; 7]> = (0..9)
             .map(|i| {
-                let v = [0.3, 4.0, -4.0][i % 3];
+                let v = [0.0, 4.0, -4.0][i % 3];
                 [v, v, v, 0.0, 0.0, 0.0, 0.0]
             })
             .collect();
-        let out = score_lens(&LENSES[0], 0, &rows, &[false; 9]);
+        let out = score_lens(&LENSES[0], 0, &rows);
         let up = &out[1].reason;
         assert!(
             up.contains("surged") || up.contains("sharp rise") || up.contains("jumped"),
@@ -900,44 +735,5 @@ mod tests {
         let distinct: std::collections::BTreeSet<_> =
             out.iter().map(|s| s.reason.clone()).collect();
         assert!(distinct.len() >= 6, "{distinct:?}");
-    }
-
-    /// Issue 72: no reason states a fact about viewers. Every reason any lens writes, over
-    /// random rows (rest, words in and out of reach, swings both ways), passes the SDK's check
-    /// for sentences about viewers that do not read as a prediction.
-    #[test]
-    fn no_reason_states_a_fact_about_viewers() {
-        let mut seed = 11u64;
-        let mut r = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % 20_000) as f32 / 10_000.0 - 1.0
-        };
-        let mut distinct = std::collections::BTreeSet::new();
-        for clip in 0..60 {
-            let rows: Vec<[f32; 7]> = (0..30)
-                .map(|t| {
-                    if t % 7 == 0 {
-                        [0.0; 7]
-                    } else {
-                        core::array::from_fn(|_| r() * (1 + clip % 4) as f32)
-                    }
-                })
-                .collect();
-            let words: Vec<bool> = (0..30).map(|t| (t + clip) % 5 != 0).collect();
-            for (i, def) in LENSES.iter().enumerate() {
-                for s in score_lens(def, i, &rows, &words) {
-                    let claims = brainscan_sdk::text::unhedged_claims(&s.reason);
-                    assert!(claims.is_empty(), "{claims:?} in {}", s.reason);
-                    distinct.insert(s.reason.replace(char::is_numeric, "#"));
-                }
-            }
-        }
-        assert!(
-            distinct.len() > 40,
-            "too few reasons to check: {}",
-            distinct.len()
-        );
     }
 }

@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use brainscan_readouts::calibration::Calibration;
 use brainscan_readouts::{ALARM, DELIBERATION, MANIPULATION, PRESSURE, RELEVANCE};
 use brainscan_sdk::libm::round;
-use brainscan_sdk::text::{NOT_ASSESSABLE, clock, has_words, line_at, words_in_reach_by_second};
+use brainscan_sdk::text::{NOT_ASSESSABLE, clock, has_words, line_at};
 use brainscan_sdk::{
     Circuit, Clip, ExposureSecond, Manipulation, Mechanism, PeakMoment, Population, Quadrant,
     Threat, risk_band, stats,
@@ -190,36 +190,36 @@ const CIRCUITS: [CircuitText; 4] = [
         key: "critical_thinking",
         label: "Critical thinking",
         plain: "The deliberate, fact-checking part of the brain (the decision-making profile: frontoparietal control with default mode).",
-        up: "The model predicts viewers weighing the message: scrutiny is up, so claims would have to hold up.",
-        down: "The model predicts scrutiny is down: claims would pass with less checking than usual.",
-        steady: "Predicted scrutiny sits at its usual level.",
+        up: "Viewers are weighing the message: scrutiny is up, so claims have to hold up.",
+        down: "Scrutiny is down: claims pass with less checking than usual.",
+        steady: "Scrutiny sits at its usual level.",
         reads: "the networks it reads (frontoparietal and default mode)",
     },
     CircuitText {
         key: "reward",
         label: "Reward & approval",
         plain: "Emotional pull and approval (the emotion profile: the limbic and default mode networks). Wanting the product itself is the purchase-intent lens.",
-        up: "The model predicts the content stirs feeling: emotional pull and approval are up.",
-        down: "The model predicts little emotional pull: the content stirs less feeling than usual.",
-        steady: "Predicted emotional pull sits at its usual level.",
+        up: "The content stirs feeling: emotional pull and approval are up.",
+        down: "Little emotional pull registers: the content stirs less feeling than usual.",
+        steady: "Emotional pull sits at its usual level.",
         reads: "the networks it reads (limbic and default mode)",
     },
     CircuitText {
         key: "alarm",
         label: "Gut-instinct alarm",
         plain: "The salience network that flags something as off, risky or surprising (ventral attention, driven by abrupt events, cuts, flashes, sudden sounds and jumps in loudness, and by words of urgency, threat or reward).",
-        up: "The model predicts abrupt events or charged words (urgency, threat, reward) keep the gut alarm up more than in a typical clip, which works against persuasion.",
-        down: "The model predicts a quieter gut alarm than in a typical clip: few abrupt events or charged words break the flow.",
-        steady: "The predicted gut alarm sits at its usual level.",
+        up: "Abrupt events or charged words (urgency, threat, reward) keep the gut alarm up more than in a typical clip, which guards against persuasion.",
+        down: "The gut alarm is quieter than in a typical clip: few abrupt events or charged words break the flow.",
+        steady: "The gut alarm sits at its usual level.",
         reads: "the ventral attention network",
     },
     CircuitText {
         key: "relevance",
         label: "Personal relevance",
         plain: "How much the content is related to oneself (default mode network).",
-        up: "The model predicts viewers relate it to themselves: the message would feel personal.",
-        down: "The model predicts the content feels distant from viewers' own lives.",
-        steady: "Predicted personal relevance sits at its usual level.",
+        up: "Viewers relate it to themselves: the message feels personal.",
+        down: "The content feels distant from the viewer's own life.",
+        steady: "Personal relevance sits at its usual level.",
         reads: "the default mode network",
     },
 ];
@@ -300,7 +300,7 @@ pub fn quadrant(rows: &[[f32; 7]], scales: &Scales, conversion_risk: f64) -> Qua
     quadrant_of(
         assessed(rows, &DELIBERATION, &scales.deliberation).map(|p| round_to(100.0 - p, 1)),
         assessed(rows, &PRESSURE, &scales.pressure),
-        "nothing the model reads scrutiny from responded",
+        "nothing that reads scrutiny responded",
         matches!(risk_band(conversion_risk), "elevated" | "high"),
     )
 }
@@ -327,27 +327,27 @@ fn quadrant_of(
                 (false, false) => (
                     "clean",
                     "Clean",
-                    "Predicted to neither lower viewers' guard nor pull hard on feeling: any persuasion would have to go through scrutiny.",
+                    "Neither lowers the viewer's guard nor pulls hard on feeling: any persuasion has to go through scrutiny.",
                 ),
                 (true, false) if pressure_outruns => (
                     "coercive",
                     "Coercive",
-                    "Predicted to lower the guard without much emotional pull: pressure rather than appeal.",
+                    "Lowers the guard without much emotional pull: pressure rather than appeal.",
                 ),
                 (true, false) => (
                     "clean",
                     "Clean",
-                    "Predicted scrutiny runs below a typical clip's, but nothing presses: neither feeling nor pressure outweighs deliberate thinking.",
+                    "Scrutiny runs below a typical clip's, but nothing presses: neither feeling nor pressure outweighs deliberate thinking.",
                 ),
                 (false, true) => (
                     "seductive",
                     "Seductive",
-                    "Predicted to win viewers over with feeling and relevance while their guard stays up.",
+                    "Wins viewers over with feeling and relevance while their guard stays up.",
                 ),
                 (true, true) => (
                     "total",
                     "Total",
-                    "Predicted to lower the guard and win viewers over at once: the most persuasive, least scrutinised combination.",
+                    "Lowers the guard and wins viewers over at once: the most persuasive, least scrutinised combination.",
                 ),
             };
             (key, label, how.into())
@@ -356,36 +356,36 @@ fn quadrant_of(
             "seductive",
             "Seductive",
             format!(
-                "Whether the model predicts a lowered guard is not assessable ({no_guard}); predicted feeling and relevance run above a typical clip."
+                "Whether it lowers the guard is not assessable ({no_guard}); feeling and relevance run above a typical clip."
             ),
         ),
         (None, Some(_)) => (
             "clean",
             "Clean",
             format!(
-                "Whether the model predicts a lowered guard is not assessable ({no_guard}); predicted feeling and relevance do not run above a typical clip."
+                "Whether it lowers the guard is not assessable ({no_guard}); feeling and relevance do not run above a typical clip."
             ),
         ),
         (Some(_), None) if on(lowers_guard) && pressure_outruns => (
             "coercive",
             "Coercive",
-            "The model predicts a lowered guard; whether it wins viewers over is not assessable (nothing the model reads feeling from responded anywhere in the clip).".into(),
+            "It lowers the guard; whether it wins viewers over is not assessable (nothing that reads feeling responded anywhere in the clip).".into(),
         ),
         (Some(_), None) if on(lowers_guard) => (
             "clean",
             "Clean",
-            "Predicted scrutiny runs below a typical clip's, but nothing presses; whether it wins viewers over is not assessable (nothing the model reads feeling from responded anywhere in the clip).".into(),
+            "Scrutiny runs below a typical clip's, but nothing presses; whether it wins viewers over is not assessable (nothing that reads feeling responded anywhere in the clip).".into(),
         ),
         (Some(_), None) => (
             "clean",
             "Clean",
-            "The model predicts no lowered guard; whether it wins viewers over is not assessable (nothing the model reads feeling from responded anywhere in the clip).".into(),
+            "It does not lower the guard; whether it wins viewers over is not assessable (nothing that reads feeling responded anywhere in the clip).".into(),
         ),
         (None, None) => (
             "clean",
             "Not assessable",
             format!(
-                "Not assessable on either axis ({no_guard}, and nothing the model reads feeling from responded anywhere in the clip): both sit at the neutral 50, which is no reading."
+                "Not assessable on either axis ({no_guard}, and nothing that reads feeling responded anywhere in the clip): both sit at the neutral 50, which is no reading."
             ),
         ),
     };
@@ -409,19 +409,19 @@ pub fn threat(conversion_risk: f64, circuits: &[Circuit]) -> Threat {
             "Persuasion outruns scrutiny",
             "critical",
             "#C62828",
-            "The model predicts persuasion pressure (emotional pull) running far above deliberate thinking for much of the clip, much more than in a typical clip.",
+            "Persuasion pressure (emotional pull) runs far above deliberate thinking for much of the clip, much more than in a typical clip.",
         ),
         "elevated" => (
             "Strong persuasive pull",
             "high",
             "#EF6C00",
-            "The model predicts persuasion pressure running above deliberate thinking more than in a typical clip: its claims would meet less scrutiny than their pull calls for.",
+            "Persuasion pressure runs above deliberate thinking more than in a typical clip: expect its claims to meet less scrutiny than their pull would call for.",
         ),
         "moderate" => (
             "Ordinary persuasion",
             "moderate",
             "#F9A825",
-            "Predicted to be about as persuasive as typical content: pressure and deliberate thinking roughly balance.",
+            "About as persuasive as typical content: pressure and deliberate thinking roughly balance.",
         ),
         _ => (
             "Little persuasive pressure",
@@ -454,7 +454,7 @@ fn circuit_clause(band: &str, circuits: &[Circuit]) -> String {
         return String::new();
     };
     let mut clause = format!(
-        " Against a typical clip, the model's scrutiny reads {} and its gut alarm {}.",
+        " Against a typical clip, scrutiny reads {} and the gut alarm {}.",
         read(scrutiny),
         read(alarm)
     );
@@ -463,11 +463,11 @@ fn circuit_clause(band: &str, circuits: &[Circuit]) -> String {
     let raised = |c: &Circuit| c.direction == "raised";
     match (pull_wins, raised(scrutiny), raised(alarm)) {
         (true, true, true) => clause.push_str(
-            " Both push back, but the model predicts the pull outweighs the scrutiny.",
+            " Both push back, but the pull outweighs the scrutiny.",
         ),
-        (true, true, false) => clause.push_str(" Predicted scrutiny is up too, but the pull outweighs it."),
+        (true, true, false) => clause.push_str(" Scrutiny is up too, but the pull outweighs it."),
         (true, false, true) => clause.push_str(
-            " The raised alarm works against the pull: the model predicts abrupt events or charged words keep viewers alert.",
+            " The raised alarm works against the pull: abrupt events or charged words keep viewers alert.",
         ),
         _ => {}
     }
@@ -475,36 +475,24 @@ fn circuit_clause(band: &str, circuits: &[Circuit]) -> String {
 }
 
 /// The highest-exposure second and the run around it where exposure stays at least halfway
-/// between the clip mean and the peak, over the seconds that have a reading (`keep`; the run
-/// stops at one that has none). `None` when exposure never rises above 0 (the guard is never
-/// below baseline) or barely varies (σ < 0.05 z).
-pub fn peak_moment(clip: &Clip, terms: &[Terms], keep: &[bool]) -> Option<PeakMoment> {
+/// between the clip mean and the peak. `None` when exposure never rises above 0 (the guard is
+/// never below baseline) or barely varies (σ < 0.05 z).
+pub fn peak_moment(clip: &Clip, terms: &[Terms]) -> Option<PeakMoment> {
     let exposure: Vec<f64> = terms.iter().map(Terms::exposure).collect();
-    let kept = |i: usize| keep.get(i).copied().unwrap_or(true);
-    let read: Vec<f64> = (0..exposure.len())
-        .filter(|i| kept(*i))
-        .map(|i| exposure[i])
-        .collect();
-    if read.is_empty() || stats::std(&read) < 0.05 {
+    if stats::std(&exposure) < 0.05 {
         return None;
     }
-    let peak =
-        (0..exposure.len())
-            .filter(|i| kept(*i))
-            .fold(None, |b: Option<usize>, i| match b {
-                Some(b) if exposure[b] >= exposure[i] => Some(b),
-                _ => Some(i),
-            })?;
+    let peak = (0..exposure.len()).fold(0, |b, i| if exposure[i] > exposure[b] { i } else { b });
     if exposure[peak] <= 0.0 {
         return None;
     }
-    let bar = (stats::mean(&read) + exposure[peak]) / 2.0;
+    let bar = (stats::mean(&exposure) + exposure[peak]) / 2.0;
     let mut start = peak;
-    while start > 0 && kept(start - 1) && exposure[start - 1] >= bar {
+    while start > 0 && exposure[start - 1] >= bar {
         start -= 1;
     }
     let mut end = peak;
-    while end + 1 < exposure.len() && kept(end + 1) && exposure[end + 1] >= bar {
+    while end + 1 < exposure.len() && exposure[end + 1] >= bar {
         end += 1;
     }
     let quote = line_at(clip, peak as u32)
@@ -518,18 +506,18 @@ pub fn peak_moment(clip: &Clip, terms: &[Terms], keep: &[bool]) -> Option<PeakMo
         end_sec: end as u32,
         quote,
         why: format!(
-            "Predicted guard-down exposure peaks at {} ({:+.2}): emotional pull {:+.2}, deliberate thinking {:+.2}, gut alarm {:+.2} (against a typical second of the corpus). {}",
+            "Guard-down exposure peaks at {} ({:+.2}): emotional pull {:+.2}, deliberate thinking {:+.2}, gut alarm {:+.2} (against a typical second of the corpus). {}",
             clock(peak as u32),
             t.exposure(),
             t.reward,
             t.effort,
             t.alarm,
             if t.reward > 0.0 && t.effort < 0.0 {
-                "The model predicts emotional pull rising while scrutiny drops — the classic opening for persuasion."
+                "Emotional pull rises while scrutiny drops — the classic opening for persuasion."
             } else if t.reward > 0.0 {
-                "The model predicts emotional pull outweighing the checks that usually temper it."
+                "Emotional pull outweighs the checks that usually temper it."
             } else {
-                "The model predicts scrutiny and alarm falling away even without much emotional pull."
+                "Scrutiny and alarm fall away even without much emotional pull."
             }
         ),
     })
@@ -552,12 +540,7 @@ fn pressured_seconds(terms: &[Terms]) -> Vec<usize> {
 /// What does not depend on deliberation (reward, alarm, relevance, and the social-reward and
 /// rapport mechanisms) is reported as measured, or as not assessable where its networks never
 /// left rest; coercive authority, the alarm weighed against deliberation, takes no share.
-fn not_assessable(
-    mut m: Manipulation,
-    rows: &[[f32; 7]],
-    scales: &Scales,
-    why: &str,
-) -> Manipulation {
+fn not_assessable(mut m: Manipulation, rows: &[[f32; 7]], scales: &Scales) -> Manipulation {
     m.conversion_risk = NEUTRAL;
     m.risk_band = risk_band(NEUTRAL).into();
     m.sovereignty = NEUTRAL;
@@ -566,7 +549,7 @@ fn not_assessable(
         label: "Not assessable".into(),
         severity: "nominal".into(),
         color: "#757575".into(),
-        note: why.into(),
+        note: NOT_ASSESSABLE.into(),
     };
     m.population = Population {
         per_ten: 0.0,
@@ -584,8 +567,7 @@ fn not_assessable(
         c.direction = "steady".into();
         c.reading = "not assessable".into();
         c.meaning =
-            "Not assessable: the clip has no words, and the model reads scrutiny from words."
-                .into();
+            "Not assessable: the clip has no words, and scrutiny is read from words.".into();
     }
     for t in &mut m.timeline {
         t.effort = 0.0;
@@ -596,105 +578,61 @@ fn not_assessable(
     m
 }
 
-/// The block of a clip whose words reach no second with a response: the same rule as a clip
-/// without words, said of what the clip has.
-pub const NOT_ASSESSABLE_IN_REACH: &str = "Manipulation is not assessable: no second with words in reach has a response to read, so there is no deliberation for persuasive pressure to be weighed against. Its scores sit at the neutral 50, which is no reading, not a verdict.";
-
-/// Which seconds have a manipulation reading: the lens's own rule
-/// ([`brainscan_readouts::Readout::assessable`]: not at rest, and a word in reach).
-#[must_use]
-pub fn assessable_seconds(clip: &Clip) -> Vec<bool> {
-    let words = words_in_reach_by_second(clip);
-    clip.networks
-        .iter()
-        .zip(&words)
-        .map(|(n, w)| MANIPULATION.assessable(&n.values(), *w))
-        .collect()
-}
-
 pub fn analyze(clip: &Clip) -> Manipulation {
-    let keep = assessable_seconds(clip);
-    let m = measured(clip, &keep);
-    if keep.iter().any(|k| *k) {
+    let m = measured(clip);
+    if has_words(clip) {
         m
     } else {
         let rows: Vec<[f32; 7]> = clip.networks.iter().map(|n| n.values()).collect();
-        let why = if has_words(clip) {
-            NOT_ASSESSABLE_IN_REACH
-        } else {
-            NOT_ASSESSABLE
-        };
-        not_assessable(m, &rows, &Scales::embedded(), why)
+        not_assessable(m, &rows, &Scales::embedded())
     }
 }
 
-/// The block as the networks read, deliberation included, over the seconds that have a
-/// reading (`keep`; since manipulation-standard 2.13.0). A second at rest, or with no word in
-/// reach, scores the lens's neutral 50 and has no reading: the clip's risk, band, sovereignty,
-/// population, quadrant, circuits and mechanisms are read over the other seconds, its terms
-/// are 0 (a typical second) in the timeline, and it cannot be the peak. Up to 2.12.0 every
-/// second counted, and a second at rest read manipulation 82.3: 20 s of silence moved a
-/// speech from moderate (44) to elevated (69), and two greetings over room noise read
-/// "Persuasion outruns scrutiny".
-fn measured(clip: &Clip, keep: &[bool]) -> Manipulation {
+/// The block as the networks read, deliberation included.
+fn measured(clip: &Clip) -> Manipulation {
     let scales = Scales::embedded();
-    let all: Vec<[f32; 7]> = clip.networks.iter().map(|n| n.values()).collect();
-    let read: Vec<[f32; 7]> = all
-        .iter()
-        .zip(keep)
-        .filter(|(_, k)| **k)
-        .map(|(r, _)| *r)
-        .collect();
-    // A clip with no reading at all is written up by `not_assessable`, which reads what
-    // does not depend on deliberation over every second.
-    let rows: &[[f32; 7]] = if read.is_empty() { &all } else { &read };
-    let mut terms: Vec<Terms> = all.iter().map(|r| Terms::of(r, &scales)).collect();
+    let rows: Vec<[f32; 7]> = clip.networks.iter().map(|n| n.values()).collect();
+    let mut terms: Vec<Terms> = rows.iter().map(|r| Terms::of(r, &scales)).collect();
     // A term whose networks never leave rest has no reading: it is 0, a typical second, not
     // rest ranked against a corpus of speech (which put every second of a silent test pattern
-    // far below the corpus median on reward). So is every term of a second with no reading.
+    // far below the corpus median on reward).
     let (no_reward, no_effort, no_alarm) = (
-        PRESSURE.never_driven(rows),
-        DELIBERATION.never_driven(rows),
-        ALARM.never_driven(rows),
+        PRESSURE.never_driven(&rows),
+        DELIBERATION.never_driven(&rows),
+        ALARM.never_driven(&rows),
     );
-    for (t, k) in terms.iter_mut().zip(keep) {
-        if no_reward || (!*k && !read.is_empty()) {
+    for t in &mut terms {
+        if no_reward {
             t.reward = 0.0;
         }
-        if no_effort || (!*k && !read.is_empty()) {
+        if no_effort {
             t.effort = 0.0;
         }
-        if no_alarm || (!*k && !read.is_empty()) {
+        if no_alarm {
             t.alarm = 0.0;
         }
     }
-    let read_terms: Vec<Terms> = terms
-        .iter()
-        .zip(keep)
-        .filter(|(_, k)| **k || read.is_empty())
-        .map(|(t, _)| *t)
-        .collect();
-    // conversion_risk: the manipulation lens's mean over the seconds it reads.
+    // conversion_risk: the manipulation lens's clip mean (corpus percentiles).
     let per_second: Vec<f64> = rows
         .iter()
         .map(|r| scales.manipulation.percentile(MANIPULATION.raw(r)))
         .collect();
     let conversion_risk = round_to(stats::mean(&per_second), 1);
     // cognitive_sovereignty_index: does deliberation hold up when the pressure is on? The mean
-    // deliberation percentile over the read seconds' highest-pressure quarter, as −1 (at the
-    // corpus's lowest) … 0 (its median) … +1 (its highest).
-    let held: Vec<f64> = pressured_seconds(&read_terms)
+    // deliberation percentile over the clip's highest-pressure quarter, as −1 (at the corpus's
+    // lowest) … 0 (its median) … +1 (its highest).
+    let held: Vec<f64> = pressured_seconds(&terms)
         .into_iter()
         .map(|i| scales.deliberation.percentile(DELIBERATION.raw(&rows[i])))
         .collect();
     let sovereignty_index = (stats::mean(&held) - 50.0) / 50.0;
-    // population: the share of the read seconds whose persuasion pressure relative to
+    // population: the share of the clip's seconds whose persuasion pressure relative to
     // deliberation is above the corpus median — a share of seconds, not of people.
     let open = per_second.iter().filter(|p| **p > 50.0).count() as f64 / per_second.len() as f64;
-    let pbi = column_mean(rows, |r| {
+    let pbi = column_mean(&rows, |r| {
         f64::from(r[DEFAULT_MODE]) - f64::from(r[FRONTOPARIETAL])
     });
-    let circuit_readings = circuits(rows, &scales);
+    let circuit_readings = circuits(&rows, &scales);
     Manipulation {
         conversion_risk,
         risk_band: risk_band(conversion_risk).into(),
@@ -706,13 +644,13 @@ fn measured(clip: &Clip, keep: &[bool]) -> Manipulation {
             per_ten: round_to(open * 10.0, 1),
             per_ten_thousand: round(open * 10_000.0),
             note: format!(
-                "Directional model estimate about this clip's seconds, not a share of people: in {:.1} of every 10 seconds that have a reading the model predicts more persuasion pressure relative to deliberation than in a typical second of its benchmark corpus. No audience was measured.",
+                "Directional model estimate about this clip's seconds, not a share of people: in {:.1} of every 10 seconds the model predicts more persuasion pressure relative to deliberation than in a typical second of its benchmark corpus. No audience was measured.",
                 open * 10.0
             ),
         },
-        quadrant: quadrant(rows, &scales, conversion_risk),
+        quadrant: quadrant(&rows, &scales, conversion_risk),
         circuits: circuit_readings,
-        mechanisms: mechanisms(rows),
+        mechanisms: mechanisms(&rows),
         timeline: terms
             .iter()
             .enumerate()
@@ -733,7 +671,7 @@ fn measured(clip: &Clip, keep: &[bool]) -> Manipulation {
                 }
             })
             .collect(),
-        peak_moment: peak_moment(clip, &terms, keep),
+        peak_moment: peak_moment(clip, &terms),
         tactics: tactics::find(clip),
     }
 }
@@ -742,11 +680,6 @@ fn measured(clip: &Clip, keep: &[bool]) -> Manipulation {
 mod tests {
     use super::*;
     use brainscan_sdk::{Modalities, NetworkSecond, TranscriptLine};
-
-    /// [`measured`] with every second read: the formulas over the whole clip.
-    fn measured_all(clip: &Clip) -> Manipulation {
-        measured(clip, &vec![true; clip.networks.len()])
-    }
 
     pub fn clip_of(rows: &[[f32; 7]], transcript: Vec<TranscriptLine>) -> Clip {
         Clip {
@@ -772,7 +705,7 @@ mod tests {
     #[test]
     fn conversion_risk_is_the_manipulation_lens_mean_and_terms_are_centred_readouts() {
         let rows = [row(2.0, -1.0, 0.5), row(-1.0, 1.0, 0.0), row(0.0, 0.0, 0.0)];
-        let m = measured_all(&clip_of(&rows, Vec::new()));
+        let m = measured(&clip_of(&rows, Vec::new()));
         let s = Scales::embedded();
         let lens: Vec<f64> = rows
             .iter()
@@ -803,8 +736,8 @@ mod tests {
             *r = row(6.0, -3.0, 0.0);
         }
         let (a, b) = (
-            measured_all(&clip_of(&mild, Vec::new())),
-            measured_all(&clip_of(&spike, Vec::new())),
+            measured(&clip_of(&mild, Vec::new())),
+            measured(&clip_of(&spike, Vec::new())),
         );
         // population counts seconds above the corpus median: all of `mild`, a fifth of `spike`.
         assert_eq!(a.population.per_ten, 10.0);
@@ -822,7 +755,7 @@ mod tests {
         let guarded: Vec<[f32; 7]> = (0..10)
             .map(|i| row(f32::from(i as u8) * 0.3, 3.0, 2.0))
             .collect();
-        assert!(measured_all(&clip_of(&guarded, Vec::new())).cognitive_sovereignty_index > 0.0);
+        assert!(measured(&clip_of(&guarded, Vec::new())).cognitive_sovereignty_index > 0.0);
     }
 
     #[test]
@@ -835,7 +768,7 @@ mod tests {
         let rows: Vec<[f32; 7]> = (0..10)
             .map(|_| [0.0, 0.0, 0.0, 3.0, 2.0, -0.5, 0.4])
             .collect();
-        let m = measured_all(&clip_of(&rows, Vec::new()));
+        let m = measured(&clip_of(&rows, Vec::new()));
         let circuit = |key: &str| {
             m.circuits
                 .iter()
@@ -858,7 +791,7 @@ mod tests {
         );
         assert!(
             note.contains(&format!(
-                "its gut alarm {} ({:.0})",
+                "the gut alarm {} ({:.0})",
                 alarm.reading, alarm.value
             )),
             "{note}"
@@ -870,7 +803,7 @@ mod tests {
         let calm: Vec<[f32; 7]> = (0..10)
             .map(|_| [0.0, 0.0, 0.0, -1.0, -1.0, 2.0, 1.0])
             .collect();
-        let m = measured_all(&clip_of(&calm, Vec::new()));
+        let m = measured(&clip_of(&calm, Vec::new()));
         assert_eq!(m.risk_band, "low", "{}", m.conversion_risk);
         assert!(
             m.threat.note.contains("keep their guard up"),
@@ -880,7 +813,7 @@ mod tests {
         assert!(
             m.threat
                 .note
-                .contains("Against a typical clip, the model's scrutiny reads")
+                .contains("Against a typical clip, scrutiny reads")
         );
         assert!(!m.threat.note.contains("push"), "{}", m.threat.note);
     }
@@ -945,19 +878,15 @@ mod tests {
         // described as a guard that holds.
         let q = quadrant_of(Some(65.0), None, "", false);
         assert_eq!(q.key, "clean");
-        assert!(
-            q.how.starts_with("Predicted scrutiny runs below"),
-            "{}",
-            q.how
-        );
+        assert!(q.how.starts_with("Scrutiny runs below"), "{}", q.how);
         assert_eq!(quadrant_of(Some(65.0), None, "", true).key, "coercive");
         assert!(
             quadrant_of(Some(30.0), None, "", false)
                 .how
-                .starts_with("The model predicts no lowered guard")
+                .starts_with("It does not lower the guard")
         );
         // And the block passes the clip's own conversion risk.
-        let m = measured_all(&clip_of(&quiet, Vec::new()));
+        let m = measured(&clip_of(&quiet, Vec::new()));
         assert_eq!(
             m.quadrant.key == "coercive",
             m.conversion_risk >= QUADRANT_ON,
@@ -1019,7 +948,7 @@ mod tests {
         assert_eq!(p.quote, "Only today");
         assert!(p.why.contains("0:05"));
         assert!(
-            measured_all(&clip_of(&[[0.0; 7]; 5], Vec::new()))
+            measured(&clip_of(&[[0.0; 7]; 5], Vec::new()))
                 .peak_moment
                 .is_none()
         );
@@ -1041,7 +970,7 @@ mod tests {
                 ]
             })
             .collect();
-        let m = measured_all(&clip_of(&rows, Vec::new()));
+        let m = measured(&clip_of(&rows, Vec::new()));
         assert!((0.0..=100.0).contains(&m.conversion_risk));
         assert!((m.sovereignty + m.conversion_risk - 100.0).abs() < 1e-9);
         assert_eq!(m.risk_band, risk_band(m.conversion_risk));
@@ -1074,7 +1003,7 @@ mod tests {
             let rows: Vec<[f32; 7]> = (0..len)
                 .map(|_| core::array::from_fn(|_| (r() - 0.5) * scale))
                 .collect();
-            let m = measured_all(&clip_of(&rows, Vec::new()));
+            let m = measured(&clip_of(&rows, Vec::new()));
             assert!((0.0..=100.0).contains(&m.conversion_risk), "case {case}");
             assert_eq!(m.risk_band, risk_band(m.conversion_risk));
             let shares: f64 = m.mechanisms.iter().map(|s| s.share).sum();
@@ -1087,32 +1016,6 @@ mod tests {
                 assert!(p.start_sec <= p.peak_sec && p.peak_sec <= p.end_sec);
                 assert!((p.end_sec as usize) < len);
             }
-            // Issue 72: every sentence about viewers reads as a prediction, with words or
-            // without, whatever the networks do.
-            let words = vec![TranscriptLine {
-                start_sec: 0.0,
-                end_sec: len as f32,
-                text: "Hurry, only three left. Call now.".into(),
-            }];
-            for block in [
-                m,
-                analyze(&clip_of(&rows, words)),
-                analyze(&clip_of(&rows, Vec::new())),
-                // Music or silence: nothing that either axis reads responds.
-                analyze(&clip_of(&vec![[0.0; 7]; len], Vec::new())),
-            ] {
-                let mut texts = vec![
-                    block.threat.note.clone(),
-                    block.quadrant.how.clone(),
-                    block.population.note.clone(),
-                ];
-                texts.extend(block.circuits.iter().map(|c| c.meaning.clone()));
-                texts.extend(block.peak_moment.iter().map(|p| p.why.clone()));
-                for t in texts {
-                    let claims = brainscan_sdk::text::unhedged_claims(&t);
-                    assert!(claims.is_empty(), "case {case}: {claims:?} in {t}");
-                }
-            }
         }
     }
 
@@ -1120,7 +1023,7 @@ mod tests {
     fn without_words_manipulation_is_not_assessable_and_never_reads_high() {
         // Strong pressure (Limbic) and no deliberation: measured, this is the top band.
         let rows = vec![row(3.0, -1.0, 0.0); 10];
-        let measured = measured_all(&clip_of(&rows, Vec::new()));
+        let measured = measured(&clip_of(&rows, Vec::new()));
         assert_eq!(measured.risk_band, "high");
         let m = analyze(&clip_of(&rows, Vec::new()));
         assert_eq!(m.conversion_risk, NEUTRAL);
@@ -1226,52 +1129,5 @@ mod tests {
             "{}",
             m.quadrant.how
         );
-    }
-
-    /// Issue 72: rest read 82.3 and moved a speech's band when silence was added. Seconds at
-    /// rest, or with no word in reach, are not read: padding a spoken passage with rest leaves
-    /// every clip-level figure where the passage alone puts it, and the padding's terms are 0.
-    #[test]
-    fn rest_around_a_passage_changes_nothing_the_block_reads() {
-        let spoken = [row(0.9, 0.4, 0.6), row(0.5, 0.8, 0.3), row(0.7, 0.6, 0.5)];
-        let line = |a: f32, b: f32| TranscriptLine {
-            start_sec: a,
-            end_sec: b,
-            text: "words heard".into(),
-        };
-        let alone = analyze(&clip_of(&spoken, vec![line(0.0, 3.0)]));
-        let mut padded = vec![row(0.0, 0.0, 0.0); 20];
-        padded.extend(spoken);
-        padded.extend(vec![row(0.0, 0.0, 0.0); 20]);
-        let m = analyze(&clip_of(&padded, vec![line(20.0, 23.0)]));
-        assert_eq!(m.conversion_risk, alone.conversion_risk);
-        assert_eq!(m.risk_band, alone.risk_band);
-        assert_eq!(m.population.per_ten, alone.population.per_ten);
-        assert_eq!(m.quadrant.key, alone.quadrant.key);
-        assert_eq!(
-            m.cognitive_sovereignty_index,
-            alone.cognitive_sovereignty_index
-        );
-        for t in m.timeline.iter().filter(|t| t.sec < 20 || t.sec >= 23) {
-            assert_eq!(
-                (t.reward, t.effort, t.alarm, t.exposure),
-                (0.0, 0.0, 0.0, 0.0),
-                "{t:?}"
-            );
-        }
-        assert_eq!(
-            m.peak_moment.map(|p| p.peak_sec),
-            alone.peak_moment.map(|p| p.peak_sec + 20)
-        );
-        // A face with no word in reach is not a reading either: words far away, Limbic up.
-        let mut face = vec![row(0.9, 0.0, 0.2); 30];
-        face[0] = row(0.8, 0.6, 0.4);
-        let m = analyze(&clip_of(&face, vec![line(0.0, 1.0)]));
-        let read = assessable_seconds(&clip_of(&face, vec![line(0.0, 1.0)]));
-        assert!(
-            read[..12].iter().all(|r| *r) && read[13..].iter().all(|r| !*r),
-            "{read:?}"
-        );
-        assert!(m.timeline[20].reward == 0.0 && m.timeline[20].effort == 0.0);
     }
 }

@@ -9,7 +9,7 @@ pub mod tactics;
 
 use alloc::string::String;
 
-use brainscan_sdk::{Clip, Describe, HeardClip, Manipulation, ManipulationPlugin, PluginError};
+use brainscan_sdk::{Clip, Describe, Manipulation, ManipulationPlugin, PluginError};
 
 pub struct StandardManipulation;
 
@@ -22,15 +22,6 @@ impl Describe for StandardManipulation {
 impl ManipulationPlugin for StandardManipulation {
     fn analyze(clip: &Clip) -> Result<Manipulation, PluginError> {
         Ok(block::analyze(clip))
-    }
-
-    /// With how the clip was heard: lines the recogniser was not sure of
-    /// ([`brainscan_sdk::text::trusted_lines`]) are not read at all, so no tactic, quote or
-    /// word-reach comes from words that may have been invented on noise or music.
-    fn analyze_heard(clip: &Clip, heard: &HeardClip) -> Result<Manipulation, PluginError> {
-        Ok(block::analyze(&brainscan_sdk::text::with_trusted_lines(
-            clip, heard,
-        )))
     }
 }
 

@@ -1,9 +1,5 @@
 //! Buy moments: windows where predicted purchase intent stays above the clip's own average.
 //!
-//! **Only seconds with a purchase-intent reading count** (since moments-standard 1.7.0): the
-//! mean, the spread and the windows are taken over them (`crate::reading_mask`), so rest, a
-//! silent face or music never makes or breaks a window.
-//!
 //! The basis is the `purchase_intent` lens series itself (the valuation readout), so buy
 //! moments always agree with the scores the client sees; when that lens was not scored there
 //! is nothing to read and the answer is `None` (the API's `null`).
@@ -60,31 +56,17 @@ pub struct Window {
 
 /// The windows that clear the bar, strongest first (module docs for the rule).
 pub fn find(scores: &[f64]) -> Vec<Window> {
-    find_where_read(scores, &alloc::vec![true; scores.len()])
-}
-
-/// [`find`] over the seconds with a reading (`read`): the mean and spread are theirs, and a
-/// window is a run of them.
-pub fn find_where_read(scores: &[f64], read: &[bool]) -> Vec<Window> {
-    let counted = |t: usize| read.get(t).copied().unwrap_or(true);
-    let values: Vec<f64> = (0..scores.len())
-        .filter(|t| counted(*t))
-        .map(|t| scores[t])
-        .collect();
-    if values.is_empty() {
-        return Vec::new();
-    }
-    let mean = stats::mean(&values);
-    let sd = stats::std(&values);
+    let mean = stats::mean(scores);
+    let sd = stats::std(scores);
     let mut out = Vec::new();
     let mut t = 0;
     while t < scores.len() {
-        if !counted(t) || scores[t] <= mean {
+        if scores[t] <= mean {
             t += 1;
             continue;
         }
         let start = t;
-        while t < scores.len() && counted(t) && scores[t] > mean {
+        while t < scores.len() && scores[t] > mean {
             t += 1;
         }
         let end = t - 1;
@@ -113,132 +95,88 @@ pub fn find_where_read(scores: &[f64], read: &[bool]) -> Vec<Window> {
     out
 }
 
-/// What raised the purchase-intent readout at a peak second, from the readout's own parts
-/// (each network's weight times its value there), against the clip's own level of each
-/// network over the seconds with a reading.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Drivers {
-    /// The valuation part (Limbic) is above its clip level.
-    valuation: bool,
-    /// The weighing-the-offer part (Frontoparietal) is above its clip level.
-    weighing: bool,
-    /// Which of the two parts is larger at the peak (`true`: valuation).
-    valuation_leads: bool,
-    /// Feeling (Default Mode, which the readout counts against) is below its clip level.
-    less_feeling: bool,
-    /// The alarm (Ventral Attention, no term of the readout) is below its clip level.
-    alarm_down: bool,
-}
-
-fn drivers(clip: &Clip, t: u32, read: &[bool]) -> Drivers {
-    let level = |i: usize| -> f64 {
-        let xs: Vec<f64> = clip
-            .networks
+/// The drivers that flagged second `t`, against each network's clip mean, each only where the
+/// purchase-intent readout's weight on its network points the way the driver moves it (module
+/// docs).
+fn triggers(clip: &Clip, t: u32) -> Vec<&'static str> {
+    let column = |i: usize| -> Vec<f64> {
+        clip.networks
             .iter()
-            .enumerate()
-            .filter(|(k, _)| read.get(*k).copied().unwrap_or(true))
-            .map(|(_, n)| f64::from(n.values()[i]))
-            .collect();
-        stats::mean(&xs)
+            .map(|n| f64::from(n.values()[i]))
+            .collect()
     };
     let row = clip.networks[t as usize].values();
-    let w = PURCHASE_INTENT
+    let above = |i: usize| f64::from(row[i]) > stats::mean(&column(i));
+    let below = |i: usize| f64::from(row[i]) < stats::mean(&column(i));
+    let weight = PURCHASE_INTENT
         .weights()
         .expect("purchase intent is a weighted readout");
-    let now = |i: usize| f64::from(row[i]);
-    Drivers {
-        valuation: w[LIMBIC] > 0.0 && now(LIMBIC) > level(LIMBIC),
-        weighing: w[FRONTOPARIETAL] > 0.0 && now(FRONTOPARIETAL) > level(FRONTOPARIETAL),
-        valuation_leads: w[LIMBIC] * now(LIMBIC) >= w[FRONTOPARIETAL] * now(FRONTOPARIETAL),
-        less_feeling: w[DEFAULT_MODE] < 0.0 && now(DEFAULT_MODE) < level(DEFAULT_MODE),
-        alarm_down: now(VENTRAL_ATTENTION) < level(VENTRAL_ATTENTION),
-    }
-}
-
-/// The trigger: the drivers that flagged the peak, in plain words, only those that pushed the
-/// readout up there (or removed a brake on it).
-fn trigger(d: &Drivers) -> String {
-    let mut out: Vec<&str> = Vec::new();
-    if d.valuation {
+    let mut out = Vec::new();
+    if weight[LIMBIC] > 0.0 && above(LIMBIC) {
         out.push("reward");
     }
-    if d.weighing {
-        out.push("weighing the offer");
+    if weight[DEFAULT_MODE] > 0.0 && above(DEFAULT_MODE) {
+        out.push("personal relevance");
     }
-    if d.less_feeling {
-        out.push("less emotion than the clip's norm");
-    }
-    if d.alarm_down {
+    // The alarm is no term of the readout: its drop removes a brake rather than adding value.
+    // A network at its mean has not dropped (a steady alarm flagged every peak before 1.4.0).
+    if below(VENTRAL_ATTENTION) || (weight[FRONTOPARIETAL] < 0.0 && below(FRONTOPARIETAL)) {
         out.push("drop in skepticism");
     }
-    out.join(", ")
+    out
 }
 
-/// Whether a line names a number or a price: a digit or a currency sign, in any script.
-fn names_a_number(line: &str) -> bool {
-    line.chars()
-        .any(|c| c.is_numeric() || matches!(c, '$' | '€' | '£' | '¥' | '₹' | '₩' | '₽' | '%' | '¢'))
+fn insight(drivers: &[&str], peak_score: f64) -> String {
+    let has = |d: &str| drivers.contains(&d);
+    match (
+        has("reward"),
+        has("personal relevance"),
+        has("drop in skepticism"),
+    ) {
+        (true, true, true) => format!(
+            "Everything lines up here: the pitch feels rewarding and personal while the urge to pick it apart eases, so purchase intent peaks at {peak_score:.0}."
+        ),
+        (true, true, false) => format!(
+            "Reward and personal relevance rise together — the viewer wants it and sees it as theirs — lifting purchase intent to {peak_score:.0} even though scrutiny stays on."
+        ),
+        (true, false, true) => format!(
+            "The pay-off lands while counter-arguing quiets down; wanting without second-guessing takes purchase intent to {peak_score:.0}."
+        ),
+        (false, true, true) => format!(
+            "The message feels personally relevant and meets little resistance; that self-connection carries purchase intent to {peak_score:.0}."
+        ),
+        (true, false, false) => format!(
+            "A burst of reward drives this beat: the offer registers as worth having, and purchase intent reaches {peak_score:.0}."
+        ),
+        (false, true, false) => format!(
+            "Viewers connect it to themselves here; personal relevance alone lifts purchase intent to {peak_score:.0}."
+        ),
+        (false, false, true) => format!(
+            "Skepticism and alarm drop away here, removing the brakes on buying; purchase intent reaches {peak_score:.0}."
+        ),
+        // No driver above its clip mean: say so, rather than name one the trigger lacks.
+        (false, false, false) => format!(
+            "No single driver stands above its usual level at the peak; the networks together carry purchase intent to {peak_score:.0}."
+        ),
+    }
 }
 
-/// The insight of one window, built from what is present at its peak (since moments-standard
-/// 1.7.0): which part of the readout led, whether feeling and the alarm sat below the clip's
-/// norm, whether the words there name a number or a price, and the window's rank and height.
-/// Up to 1.6.0 the insight followed the trigger alone, and one sentence ("the offer registers
-/// as worth having") covered 25 of 31 held-out buy moments, a sonnet and NASA radio among them.
-/// Every sentence is the model's prediction, and says so.
-fn insight(d: &Drivers, rank: usize, peak_score: f64, excess: f64, line: Option<&str>) -> String {
-    let lead = if rank == 0 {
-        format!("The model predicts buying intent peaks here, at {peak_score:.0}")
-    } else {
-        format!(
-            "A {} rise in predicted buying intent reaches {peak_score:.0}",
-            ordinal(rank + 1)
-        )
-    };
-    let led = match (d.valuation, d.weighing) {
-        (true, true) => "with valuation and weighing the offer both above the clip's norm",
-        (true, false) => "led by the valuation response",
-        (false, true) => "led by weighing the offer",
-        (false, false) if d.valuation_leads => {
-            "carried by valuation held at the clip's usual level"
-        }
-        (false, false) => "carried by weighing the offer at the clip's usual level",
-    };
-    let context = match (d.less_feeling, d.alarm_down) {
-        (true, true) => {
-            "; feeling and the alarm both sit below the clip's norm, so less competes with it"
-        }
-        (true, false) => {
-            "; feeling runs below the clip's norm, so little of it reads as emotion instead"
-        }
-        (false, true) => "; the alarm sits below the clip's norm, so little pushes back",
-        (false, false) => "",
-    };
-    let words = match line {
-        Some(l) if names_a_number(l) => " The words there name a number or a price.",
-        Some(_) => " The words there name no number or price.",
-        None => " No words are heard at the peak itself.",
-    };
-    format!("{lead} ({excess:.0} points above the clip's average), {led}{context}.{words}")
-}
-
-/// The buy moments of a clip from its `purchase_intent` series over the seconds with a reading
-/// (`read`, see `crate::reading_mask`); `None` when no window clears the bar.
-pub fn windows(clip: &Clip, purchase_intent: &LensSeries, read: &[bool]) -> Option<Vec<BuyMoment>> {
+/// The buy moments of a clip from its `purchase_intent` series; `None` when no window clears
+/// the bar.
+pub fn windows(clip: &Clip, purchase_intent: &LensSeries) -> Option<Vec<BuyMoment>> {
     let scores: Vec<f64> = purchase_intent
         .seconds
         .iter()
         .map(|s| round_to(f64::from(s.score), 1))
         .collect();
-    let found = find_where_read(&scores, read);
+    let found = find(&scores);
     let strongest = found.first()?.excess;
     Some(
         found
             .iter()
             .enumerate()
             .map(|(rank, w)| {
-                let d = drivers(clip, w.peak, read);
-                let quote = line_at(clip, w.peak);
+                let drivers = triggers(clip, w.peak);
                 BuyMoment {
                     start_sec: w.start,
                     end_sec: w.end,
@@ -249,15 +187,15 @@ pub fn windows(clip: &Clip, purchase_intent: &LensSeries, read: &[bool]) -> Opti
                         format!("{} strongest", ordinal(rank + 1))
                     },
                     strength_pct: round_to(100.0 * w.excess / strongest, 1),
-                    quote: quote.map(ToString::to_string),
+                    quote: line_at(clip, w.peak).map(ToString::to_string),
                     insight: format!(
                         "{} The window runs {}–{} and peaks at {}.",
-                        insight(&d, rank, scores[w.peak as usize], w.excess, quote),
+                        insight(&drivers, scores[w.peak as usize]),
                         clock(w.start),
                         clock(w.end),
                         clock(w.peak)
                     ),
-                    trigger: trigger(&d),
+                    trigger: drivers.join(", "),
                 }
             })
             .collect(),
@@ -268,51 +206,35 @@ pub fn windows(clip: &Clip, purchase_intent: &LensSeries, read: &[bool]) -> Opti
 mod tests {
     use super::*;
 
-    fn all_drivers() -> Vec<Drivers> {
-        (0..32u8)
-            .map(|m| Drivers {
-                valuation: m & 1 != 0,
-                weighing: m & 2 != 0,
-                valuation_leads: m & 4 != 0,
-                less_feeling: m & 8 != 0,
-                alarm_down: m & 16 != 0,
-            })
-            .collect()
-    }
-
-    /// Issue 72: the insight follows what is present at the peak, names only drivers that are
-    /// there, reads as the model's prediction, and does not repeat one sentence: the templates
-    /// (numbers aside) number in the dozens.
+    /// Every trigger gets an insight that names only what it lists; an empty trigger gets
+    /// one that names no driver.
     #[test]
-    fn the_insight_follows_its_drivers_and_is_a_prediction() {
-        let mut templates = alloc::collections::BTreeSet::new();
-        for d in all_drivers() {
-            for rank in [0, 2] {
-                for line in [None, Some("Only $19 today"), Some("a quiet morning")] {
-                    let text = insight(&d, rank, 71.0, 12.0, line);
-                    assert!(text.contains("71") && text.contains("12 points"), "{text}");
-                    assert!(
-                        brainscan_sdk::text::unhedged_claims(&text).is_empty(),
-                        "{text}"
-                    );
-                    assert!(text.contains("predict"), "{text}");
-                    let lower = text.to_lowercase();
-                    if !d.valuation && !(d.valuation_leads && !d.weighing) {
-                        assert!(!lower.contains("valuation"), "{d:?}: {text}");
-                    }
-                    if !d.alarm_down {
-                        assert!(!lower.contains("alarm"), "{d:?}: {text}");
-                    }
-                    assert_eq!(
-                        text.contains("name a number or a price"),
-                        line.is_some_and(names_a_number),
-                        "{text}"
-                    );
-                    templates.insert(text.replace(char::is_numeric, "#"));
-                }
+    fn the_insight_names_only_the_drivers_the_trigger_lists() {
+        let all = ["reward", "personal relevance", "drop in skepticism"];
+        for mask in 0..8u8 {
+            let drivers: Vec<&str> = all
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, d)| *d)
+                .collect();
+            let text = insight(&drivers, 71.0).to_lowercase();
+            assert!(text.contains("71"), "{text}");
+            if drivers.is_empty() {
+                assert!(text.contains("no single driver"), "{text}");
+            }
+            if !drivers.contains(&"drop in skepticism") {
+                assert!(!text.contains("skepticism"), "{drivers:?}: {text}");
+            }
+            if !drivers.contains(&"reward") {
+                assert!(!text.contains("reward"), "{drivers:?}: {text}");
+            }
+            // Reward alone is the purchase-intent readout's valuation, not a feeling (since
+            // lens-standard 2.8.0 the lens discounts feeling).
+            if drivers == ["reward"] {
+                assert!(!text.contains("feel"), "{text}");
             }
         }
-        assert!(templates.len() >= 40, "{} templates", templates.len());
     }
 
     /// A clip of `rows` seconds of networks.
@@ -332,8 +254,10 @@ mod tests {
     }
 
     /// A plumbing check of the sign rule: a network is named only where the purchase-intent
-    /// readout's weight says it raised the readout (Limbic, Frontoparietal) or removed a brake
-    /// (Default Mode below its norm, which the readout counts against; the alarm below its own).
+    /// readout's weight says it raised the readout. Since lens-standard 2.8.0 the readout counts
+    /// Default Mode down (feeling, not wanting) and Frontoparietal up, so neither a Default Mode
+    /// rise nor a Frontoparietal drop flags a buy peak; Limbic above its mean and the alarm below
+    /// its own still do.
     #[test]
     fn triggers_name_only_what_raised_the_readout() {
         let w = PURCHASE_INTENT.weights().expect("weighted");
@@ -345,43 +269,14 @@ mod tests {
             [0.0, 0.0, 0.0, 0.1, 0.9, 0.1, 0.8],
             [0.0, 0.0, 0.0, 0.4, 0.1, 0.5, 0.1],
         ]);
-        let read = [true; 3];
-        assert_eq!(
-            trigger(&drivers(&clip, 1, &read)),
-            "reward, drop in skepticism"
-        );
+        assert_eq!(triggers(&clip, 1), ["reward", "drop in skepticism"]);
         // Second 1: only Default Mode above its mean, the alarm steady: nothing raised it.
         let clip = clip_of(&[
             [0.0, 0.0, 0.0, 0.2, 0.5, 0.5, 0.1],
             [0.0, 0.0, 0.0, 0.2, 0.5, 0.5, 0.9],
             [0.0, 0.0, 0.0, 0.2, 0.5, 0.5, 0.1],
         ]);
-        assert!(trigger(&drivers(&clip, 1, &read)).is_empty());
-    }
-
-    /// Issue 72: rest around a window changes nothing: the mean is the read seconds', and a
-    /// run of rest is never part of a window.
-    #[test]
-    fn seconds_without_a_reading_make_no_window() {
-        let mut s = vec![50.0; 30];
-        let mut read = vec![false; 30];
-        for (t, v) in [
-            (10, 60.0),
-            (11, 70.0),
-            (12, 65.0),
-            (13, 40.0),
-            (14, 42.0),
-            (15, 41.0),
-        ] {
-            s[t] = v;
-            read[t] = true;
-        }
-        let got = find_where_read(&s, &read);
-        assert_eq!(got.len(), 1, "{got:?}");
-        assert_eq!((got[0].start, got[0].end, got[0].peak), (10, 12, 11));
-        // The read seconds' mean is theirs (53), not pulled towards the rest's 50.
-        assert!((got[0].excess - 17.0).abs() < 1e-9, "{got:?}");
-        assert!((find(&s)[0].excess - got[0].excess).abs() > 1.0);
+        assert!(triggers(&clip, 1).is_empty(), "{:?}", triggers(&clip, 1));
     }
 
     #[test]

@@ -7,10 +7,6 @@
 //! tenth of a point) from turning rounding noise into "moments". A lens whose σ is below 0.5
 //! points has none. Candidates are taken largest |z| first, at least 3 s apart on the same
 //! lens, at most 6 per lens, and returned in time order.
-//!
-//! Only steps between two seconds that both have a reading count (`crate::reading_mask`): a
-//! step into or out of rest is the lens leaving or reaching its neutral 50, not a shift of the
-//! response, and up to moments-standard 1.6.0 it was often a clip's "sharpest shift".
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -43,32 +39,17 @@ fn tenth(v: f32) -> f64 {
 
 /// The sharp shifts of one score series, in time order (see the module docs for the rule).
 pub fn shifts(scores: &[f64]) -> Vec<Shift> {
-    shifts_where_read(scores, &alloc::vec![true; scores.len()])
-}
-
-/// [`shifts`] over the steps between two seconds that both have a reading (`read`).
-pub fn shifts_where_read(scores: &[f64], read: &[bool]) -> Vec<Shift> {
     if scores.len() < 3 {
         return Vec::new();
     }
-    let counts =
-        |i: usize| read.get(i).copied().unwrap_or(true) && read.get(i + 1).copied().unwrap_or(true);
     let deltas: Vec<f64> = scores.windows(2).map(|w| w[1] - w[0]).collect();
-    let counted: Vec<f64> = (0..deltas.len())
-        .filter(|i| counts(*i))
-        .map(|i| deltas[i])
-        .collect();
-    if counted.len() < 2 {
-        return Vec::new();
-    }
-    let sd = stats::std(&counted);
+    let sd = stats::std(&deltas);
     if sd < MIN_DELTA_SD {
         return Vec::new();
     }
     let mut candidates: Vec<Shift> = deltas
         .iter()
         .enumerate()
-        .filter(|(i, _)| counts(*i))
         .filter(|(_, d)| d.abs() >= MIN_DELTA_POINTS && (d.abs() / sd) >= Z_THRESHOLD)
         .map(|(i, d)| Shift {
             second: i as u32 + 1,
@@ -164,11 +145,10 @@ fn network_story(clip: &Clip, second: u32) -> String {
     }
 }
 
-/// Writes up the shifts of one lens over the seconds with a reading (`read`, see
-/// `crate::reading_mask`). `lens_index` varies the phrasing between lenses.
-pub fn detect(clip: &Clip, series: &LensSeries, lens_index: usize, read: &[bool]) -> Vec<Moment> {
+/// Writes up the shifts of one lens. `lens_index` varies the phrasing between lenses.
+pub fn detect(clip: &Clip, series: &LensSeries, lens_index: usize) -> Vec<Moment> {
     let scores: Vec<f64> = series.seconds.iter().map(|s| tenth(s.score)).collect();
-    shifts_where_read(&scores, read)
+    shifts(&scores)
         .into_iter()
         .enumerate()
         .map(|(k, s)| write(clip, &series.lens, s, k + lens_index))

@@ -19,40 +19,16 @@ struct LensStats {
     sd: f64,
     peak: f64,
     peak_at: u32,
-    /// Seconds with a reading (`crate::reading_mask`), over which the figures are taken; 0
-    /// when the lens has none (the figures are then the neutral 50).
-    read: usize,
 }
 
-/// A lens's mean, spread and peak over its seconds with a reading (since moments-standard
-/// 1.7.0: rest and seconds with no word in reach score the neutral 50 and are no reading, so
-/// averaging them in moved a speech's figures whenever silence or music was added).
-fn lens_stats(s: &LensSeries, read: &[bool]) -> LensStats {
-    let counted = |i: usize| read.get(i).copied().unwrap_or(true);
-    let xs: Vec<f64> = s
-        .seconds
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| counted(*i))
-        .map(|(_, x)| f64::from(x.score))
-        .collect();
+fn lens_stats(s: &LensSeries) -> LensStats {
+    let xs: Vec<f64> = s.seconds.iter().map(|x| f64::from(x.score)).collect();
     let (mut peak, mut peak_at) = (f64::NEG_INFINITY, 0);
-    for (i, x) in s.seconds.iter().enumerate().filter(|(i, _)| counted(*i)) {
-        let v = f64::from(x.score);
-        if v > peak {
-            peak = v;
+    for (i, v) in xs.iter().enumerate() {
+        if *v > peak {
+            peak = *v;
             peak_at = i as u32;
         }
-    }
-    if xs.is_empty() {
-        return LensStats {
-            lens: s.lens.clone(),
-            mean: 50.0,
-            sd: 0.0,
-            peak: 50.0,
-            peak_at: 0,
-            read: 0,
-        };
     }
     LensStats {
         lens: s.lens.clone(),
@@ -60,7 +36,6 @@ fn lens_stats(s: &LensSeries, read: &[bool]) -> LensStats {
         sd: stats::std(&xs),
         peak,
         peak_at,
-        read: xs.len(),
     }
 }
 
@@ -69,18 +44,13 @@ fn lens_stats(s: &LensSeries, read: &[bool]) -> LensStats {
 fn opening(seconds: usize, first: &LensStats) -> String {
     let secs = seconds;
     let title = lens_title(&first.lens).to_lowercase();
-    if first.read == 0 {
-        return format!(
-            "This {secs}-second clip gives {title} nothing to read: every second sits at the neutral 50, which is no reading."
-        );
-    }
     let verdict = if first.lens == "attention" {
         if first.mean >= 60.0 {
-            "is predicted to hold attention well"
+            "holds attention well"
         } else if first.mean >= 45.0 {
-            "is predicted to hold attention at about the corpus norm"
+            "holds attention at about the corpus norm"
         } else {
-            "is predicted to struggle to hold attention"
+            "struggles to hold attention"
         }
     } else if first.mean >= 60.0 {
         "reads strong"
@@ -89,13 +59,8 @@ fn opening(seconds: usize, first: &LensStats) -> String {
     } else {
         "reads weak"
     };
-    let over = if first.read < secs {
-        format!(" over the {} seconds it reads", first.read)
-    } else {
-        String::new()
-    };
     format!(
-        "This {secs}-second clip {verdict}: {title} averages {:.0}{over}, peaking at {:.0} around {}.",
+        "This {secs}-second clip {verdict}: {title} averages {:.0}, peaking at {:.0} around {}.",
         first.mean,
         first.peak,
         clock(first.peak_at)
@@ -124,16 +89,11 @@ fn other_averages(others: &[(String, f64)]) -> Option<String> {
 /// reading its neutral 50 as a level.
 pub fn write(
     lenses: &[LensSeries],
-    read: &[Vec<bool>],
     moments: &[Moment],
     buy: Option<&[BuyMoment]>,
     has_words: bool,
 ) -> String {
-    let all: Vec<LensStats> = lenses
-        .iter()
-        .enumerate()
-        .map(|(i, s)| lens_stats(s, read.get(i).map_or(&[][..], Vec::as_slice)))
-        .collect();
+    let all: Vec<LensStats> = lenses.iter().map(lens_stats).collect();
     let mut parts: Vec<String> = Vec::new();
     let Some(first) = all.first() else {
         return format!("No lens was scored, so there is nothing to summarise. {CAVEAT}");
@@ -148,7 +108,7 @@ pub fn write(
     let others: Vec<(String, f64)> = all
         .iter()
         .skip(1)
-        .filter(|s| s.lens != "manipulation" && s.read > 0)
+        .filter(|s| s.lens != "manipulation")
         .map(|s| (lens_title(&s.lens).to_lowercase(), s.mean))
         .collect();
     if let Some(sentence) = other_averages(&others) {
@@ -199,7 +159,7 @@ pub fn write(
 
     if all.iter().any(|s| s.lens == "manipulation") && !manipulation_assessable {
         parts.push(NOT_ASSESSABLE.into());
-    } else if let Some(m) = all.iter().find(|s| s.lens == "manipulation" && s.read > 0) {
+    } else if let Some(m) = all.iter().find(|s| s.lens == "manipulation") {
         let risk = crate::moments::round_to(m.mean, 1);
         // The lens is a corpus percentile, so the band says where the clip sits among the
         // benchmark corpus's seconds, not an absolute amount of "guard-down exposure": a clip
@@ -242,7 +202,7 @@ fn strongest_buy(b: &BuyMoment) -> String {
         format!(" ({})", b.trigger)
     };
     format!(
-        "The model predicts buying intent is strongest from {} to {}, peaking at {}{quote}{drivers}.",
+        "Buying intent is strongest from {} to {}, peaking at {}{quote}{drivers}.",
         clock(b.start_sec),
         clock(b.end_sec),
         clock(b.peak_sec),
@@ -288,12 +248,12 @@ mod tests {
         };
         assert_eq!(
             strongest_buy(&b),
-            "The model predicts buying intent is strongest from 0:05 to 0:07, peaking at 0:06 (reward)."
+            "Buying intent is strongest from 0:05 to 0:07, peaking at 0:06 (reward)."
         );
         b.trigger.clear();
         assert_eq!(
             strongest_buy(&b),
-            "The model predicts buying intent is strongest from 0:05 to 0:07, peaking at 0:06."
+            "Buying intent is strongest from 0:05 to 0:07, peaking at 0:06."
         );
     }
 }

@@ -15,20 +15,9 @@ pub mod table;
 
 use calibration::Calibration;
 
-/// The word-reach rule the lenses that read only words use, for hosts that hold the lines
-/// another way (the calibration tool, the benchmark, `overall_score`).
-pub use brainscan_sdk::text::{WORD_REACH_SECONDS, words_in_reach_of};
-
 /// A network within this distance of 0 (z units) is at rest: the prior's float sums of zero
 /// drives stay far below it, and any real input moves a network far above it.
 pub const AT_REST: f64 = 1e-6;
-
-/// A second's drive below this is rest for a readout: less than a hundredth of a corpus
-/// standard deviation in z units (a weighted readout), or of each term's corpus spread (a
-/// contrast). The response kernel ends at its first zero crossing, so once a stimulus has
-/// passed every network it drove returns to exactly 0; this bound also takes in the last
-/// hundredths of that decay, where a contrast's balance of two vanishing terms means nothing.
-pub const REST_DRIVE: f64 = 0.01;
 
 /// `(u − v) / (|u| + |v|)`: which of two terms on one scale leads, as a share of their joint
 /// size; 0 when both are at rest ([`Form::Contrast`]).
@@ -148,49 +137,6 @@ impl Readout {
             }),
             Form::Contrast(a, b) => a.never_driven(rows) && b.never_driven(rows),
         }
-    }
-
-    /// How hard the networks this readout reads are driven at this second: `Σ |wᵢ zᵢ|` for a
-    /// weighted readout (z units), `|u| + |v|` for a contrast (each term over its corpus
-    /// spread). 0 exactly when every network it reads is at rest.
-    #[must_use]
-    pub fn drive(&self, row: &[f32; 7]) -> f64 {
-        match self.form {
-            Form::Weighted(w) => (0..7).map(|i| (w[i] * f64::from(row[i])).abs()).sum(),
-            Form::Contrast(a, b) => {
-                let u = a.raw(row) / a.embedded_scale().1;
-                let v = b.raw(row) / b.embedded_scale().1;
-                u.abs() + v.abs()
-            }
-        }
-    }
-
-    /// Whether this second is at rest for this readout: its [`Readout::drive`] is below
-    /// [`REST_DRIVE`]. Such a second has no reading: the lens scores the neutral 50 and says so.
-    #[must_use]
-    pub fn at_rest(&self, row: &[f32; 7]) -> bool {
-        self.drive(row) < REST_DRIVE
-    }
-
-    /// Whether this readout reads only what words carry, so that a second with no word in reach
-    /// (`brainscan_sdk::text::words_in_reach`) has no reading even when its networks move:
-    /// purchase intent (a face, a voice or music alone is no offer) and manipulation with its
-    /// two terms (deliberation is read from words, so pressure has nothing to be weighed
-    /// against). Attention and memory read the picture and the sound too.
-    #[must_use]
-    pub fn needs_words(&self) -> bool {
-        matches!(
-            self.name,
-            "purchase_intent" | "manipulation" | "pressure" | "deliberation"
-        )
-    }
-
-    /// Whether this readout has a reading at a second with networks `row`, where
-    /// `words_in_reach` says whether a word is heard within reach (see
-    /// [`Readout::needs_words`] and [`Readout::at_rest`]).
-    #[must_use]
-    pub fn assessable(&self, row: &[f32; 7], words_in_reach: bool) -> bool {
-        !self.at_rest(row) && (words_in_reach || !self.needs_words())
     }
 
     /// The linear weights of a [`Form::Weighted`] readout; `None` for a contrast.

@@ -1,11 +1,8 @@
 //! Write brainscan analysis plugins in Rust.
 //!
 //! A plugin is a WebAssembly component that implements one world of the WIT package
-//! `brainscan:analysis@1.1.0` (`wit/analysis@1.1.0/analysis.wit`): `lens`, `moments` or
-//! `manipulation`. Contract 1.1.0 adds, beside the clip, how it was heard ([`HeardClip`]: the
-//! voice gate, whether the words make an offer, each line's confidence) and lets a lens say
-//! which seconds it read ([`ReadSeries`]); the `*_heard` trait methods receive it, and their
-//! defaults call the 1.0-style methods, so a plugin that needs neither writes only those. This crate wraps the generated bindings so an author writes one trait impl
+//! `brainscan:analysis@1.0.0` (`wit/analysis@1.0.0/analysis.wit`): `lens`, `moments` or
+//! `manipulation`. This crate wraps the generated bindings so an author writes one trait impl
 //! and one macro line:
 //!
 //! ```ignore
@@ -44,7 +41,7 @@ use alloc::vec::Vec;
 pub mod bindings {
     pub mod lens {
         wit_bindgen::generate!({
-            path: "../../wit/analysis@1.1.0",
+            path: "../../wit/analysis@1.0.0",
             world: "lens",
             pub_export_macro: true,
             export_macro_name: "__export_lens_world",
@@ -54,36 +51,32 @@ pub mod bindings {
     }
     pub mod moments {
         wit_bindgen::generate!({
-            path: "../../wit/analysis@1.1.0",
+            path: "../../wit/analysis@1.0.0",
             world: "moments",
             pub_export_macro: true,
             export_macro_name: "__export_moments_world",
             default_bindings_module: "brainscan_sdk::bindings::moments",
             with: {
-                "brainscan:analysis/types@1.1.0": crate::bindings::lens::brainscan::analysis::types,
-                "brainscan:analysis/heard@1.1.0": crate::bindings::lens::brainscan::analysis::heard,
-                "brainscan:analysis/host@1.1.0": crate::bindings::lens::brainscan::analysis::host,
+                "brainscan:analysis/types@1.0.0": crate::bindings::lens::brainscan::analysis::types,
+                "brainscan:analysis/host@1.0.0": crate::bindings::lens::brainscan::analysis::host,
             },
         });
     }
     pub mod manipulation {
         wit_bindgen::generate!({
-            path: "../../wit/analysis@1.1.0",
+            path: "../../wit/analysis@1.0.0",
             world: "manipulation",
             pub_export_macro: true,
             export_macro_name: "__export_manipulation_world",
             default_bindings_module: "brainscan_sdk::bindings::manipulation",
             with: {
-                "brainscan:analysis/types@1.1.0": crate::bindings::lens::brainscan::analysis::types,
-                "brainscan:analysis/heard@1.1.0": crate::bindings::lens::brainscan::analysis::heard,
-                "brainscan:analysis/host@1.1.0": crate::bindings::lens::brainscan::analysis::host,
+                "brainscan:analysis/types@1.0.0": crate::bindings::lens::brainscan::analysis::types,
+                "brainscan:analysis/host@1.0.0": crate::bindings::lens::brainscan::analysis::host,
             },
         });
     }
 }
 
-/// Contract 1.1.0's additions.
-pub use bindings::lens::brainscan::analysis::heard::{HeardClip, HeardSecond, ReadSeries};
 pub use bindings::lens::brainscan::analysis::types::{
     BuyMoment, Circuit, Clip, Detection, ExposureSecond, LensSecond, LensSeries, LimitsRequest,
     Manipulation, Mechanism, Modalities, Moment, MomentKind, NetworkSecond, PeakMoment,
@@ -98,7 +91,7 @@ pub use bindings::manipulation::exports::brainscan::analysis::manipulation_plugi
 pub use bindings::moments::exports::brainscan::analysis::moments_plugin::Guest as __MomentsGuest;
 
 /// The version of the WIT contract this SDK builds against.
-pub const WIT_VERSION: &str = "1.1.0";
+pub const WIT_VERSION: &str = "1.0.0";
 
 /// The longest clip a plugin built with this SDK accepts, in seconds. Hosts send at most their
 /// own maximum (180 s for brainscan 1.x); this bound only keeps a confused caller from making
@@ -376,175 +369,8 @@ pub mod text {
         clip.transcript.iter().any(|l| !l.text.trim().is_empty())
     }
 
-    /// How long after a word the networks still respond to it, in seconds: the model reads
-    /// the last [`SEMANTIC_WINDOW_SECONDS`] of transcript for a word's meaning, and its response
-    /// kernel carries a stimulus [`KERNEL_REACH_SECONDS`] further (qualia v2's double-gamma
-    /// from its peak to its first zero crossing; a host test checks both against the shipped
-    /// model). Past this a second's networks hold no response to any word.
-    pub const WORD_REACH_SECONDS: f32 = SEMANTIC_WINDOW_SECONDS + KERNEL_REACH_SECONDS;
-
-    /// Seconds of transcript the model's meaning features read at each second.
-    pub const SEMANTIC_WINDOW_SECONDS: f32 = 4.0;
-
-    /// Seconds after a stimulus that the model's stimulus-time response kernel still reaches.
-    pub const KERNEL_REACH_SECONDS: f32 = 7.0;
-
-    /// Whether a word is heard within [`WORD_REACH_SECONDS`] before or during second `second`:
-    /// a transcript line with text that overlaps `[second − reach, second + 1)`. Where none is,
-    /// the second's networks carry no response to words, only to the picture and the sound.
-    pub fn words_in_reach(clip: &Clip, second: u32) -> bool {
-        let (a, b) = (second as f32 - WORD_REACH_SECONDS, second as f32 + 1.0);
-        clip.transcript
-            .iter()
-            .any(|l| l.start_sec < b && l.end_sec >= a && !l.text.trim().is_empty())
-    }
-
-    /// Per second of the clip, [`words_in_reach`] (one pass over the lines, not one per second).
-    pub fn words_in_reach_by_second(clip: &Clip) -> alloc::vec::Vec<bool> {
-        let lines: alloc::vec::Vec<(f32, f32)> = clip
-            .transcript
-            .iter()
-            .filter(|l| !l.text.trim().is_empty())
-            .map(|l| (l.start_sec, l.end_sec))
-            .collect();
-        words_in_reach_of(&lines, clip.networks.len())
-    }
-
-    /// [`words_in_reach_by_second`] for `seconds` seconds and the `(start, end)` times of the
-    /// lines that have words: the same rule for a host that holds the lines another way.
-    pub fn words_in_reach_of(lines: &[(f32, f32)], seconds: usize) -> alloc::vec::Vec<bool> {
-        let mut out = alloc::vec![false; seconds];
-        for &(start, end) in lines {
-            if !(start.is_finite() && end.is_finite()) {
-                continue;
-            }
-            // Seconds t with t + 1 > start and t ≤ end + reach (the predicate's overlap).
-            let first = libm::floorf(start - 1.0) as i64 + 1;
-            let last = libm::floorf(end + WORD_REACH_SECONDS) as i64;
-            for t in first.max(0)..=last.min(seconds as i64 - 1) {
-                out[t as usize] = true;
-            }
-        }
-        out
-    }
-
-    /// The least confidence a transcript line needs to be read at all, quoted, or searched for
-    /// a tactic: below it the recogniser may have invented the words (on noise or music).
-    /// brainscan's host already drops such lines before any plugin sees them (the same floor,
-    /// `speech::LINE_CONFIDENCE_FLOOR`); the default plugins apply it again to what
-    /// [`crate::HeardClip`] says, so that a stored result re-run, or another host, cannot
-    /// bring them back.
-    pub const LINE_CONFIDENCE_FLOOR: f32 = 0.5;
-
-    /// Which transcript lines may be quoted: their confidence ([`crate::HeardClip`]) is at
-    /// least [`LINE_CONFIDENCE_FLOOR`]. Without the confidences (`None`, a 1.0.0 host), all.
-    pub fn trusted_lines(clip: &Clip, heard: Option<&crate::HeardClip>) -> alloc::vec::Vec<bool> {
-        clip.transcript
-            .iter()
-            .enumerate()
-            .map(|(i, _)| {
-                heard.is_none_or(|h| {
-                    h.line_confidence
-                        .get(i)
-                        .is_none_or(|c| *c >= LINE_CONFIDENCE_FLOOR)
-                })
-            })
-            .collect()
-    }
-
-    /// A copy of the clip with only the lines that may be quoted ([`trusted_lines`]).
-    pub fn with_trusted_lines(clip: &Clip, heard: &crate::HeardClip) -> Clip {
-        let trusted = trusted_lines(clip, Some(heard));
-        let mut out = clip.clone();
-        out.transcript = clip
-            .transcript
-            .iter()
-            .zip(&trusted)
-            .filter(|(_, t)| **t)
-            .map(|(l, _)| l.clone())
-            .collect();
-        out
-    }
-
-    /// Per second, whether the words heard within [`KERNEL_REACH_SECONDS`] before or at it make
-    /// an offer: the heard offer reading (which already reads the last
-    /// [`SEMANTIC_WINDOW_SECONDS`] of words) above 0 at that second or up to the kernel's
-    /// reach before it. Purchase intent has nothing to read without one.
-    pub fn offer_in_reach_by_second(heard: &crate::HeardClip) -> alloc::vec::Vec<bool> {
-        let n = heard.seconds.len();
-        let reach = KERNEL_REACH_SECONDS as usize;
-        let mut out = alloc::vec![false; n];
-        for (t, h) in heard.seconds.iter().enumerate() {
-            if h.offer > 0.0 {
-                for o in out.iter_mut().skip(t).take(reach + 1) {
-                    *o = true;
-                }
-            }
-        }
-        out
-    }
-
     /// The one sentence the default plugins write where manipulation is not assessable.
     pub const NOT_ASSESSABLE: &str = "Manipulation is not assessable: the clip has no words, so there is no deliberation for persuasive pressure to be weighed against. Its scores sit at the neutral 50, which is no reading, not a verdict.";
-
-    /// Words that make a sentence a statement about viewers: what they notice, feel, want, weigh
-    /// or resist. The model is a prior over an average viewer's networks, so every such
-    /// sentence a plugin writes must read as a prediction ([`unhedged_claims`]).
-    pub const VIEWER_WORDS: &[&str] = &[
-        "viewer",
-        "audience",
-        "scrutiny",
-        "guard",
-        "skeptic",
-        "counter-argu",
-        "second-guess",
-        "feel",
-        "wants",
-        "wanting",
-        "relate",
-        "hold attention",
-        "holds attention",
-        "persuad",
-        "alert",
-        "resistance",
-        "brakes",
-    ];
-
-    /// What marks a sentence as a prediction of the model rather than a fact about viewers.
-    pub const HEDGES: &[&str] = &[
-        "predict",
-        "the model",
-        "model's",
-        "modelled",
-        "no audience was measured",
-        "not a measurement",
-    ];
-
-    /// The sentences of `text` that speak about viewers ([`VIEWER_WORDS`]) without saying they
-    /// are a prediction ([`HEDGES`]), e.g. "Scrutiny is down" or "Viewers relate it to
-    /// themselves" (issue 72). Quoted media content (between « and ») is not the plugin's
-    /// sentence and is left out. A test of every default plugin runs it over its outputs.
-    pub fn unhedged_claims(text: &str) -> alloc::vec::Vec<String> {
-        let mut own = String::with_capacity(text.len());
-        let mut quoted = false;
-        for c in text.chars() {
-            match c {
-                '\u{ab}' => quoted = true,
-                '\u{bb}' => quoted = false,
-                c if !quoted => own.push(c),
-                _ => {}
-            }
-        }
-        own.split(['.', '!', '?'])
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .filter(|s| {
-                let l = s.to_lowercase();
-                VIEWER_WORDS.iter().any(|w| l.contains(w)) && !HEDGES.iter().any(|h| l.contains(h))
-            })
-            .map(String::from)
-            .collect()
-    }
 
     /// `m:ss`, the way people write a position in a clip.
     pub fn clock(second: u32) -> String {
@@ -630,26 +456,6 @@ pub trait LensPlugin: Describe {
     /// # Errors
     /// A [`PluginError`] when the clip cannot be scored.
     fn score(clip: &Clip, lenses: &[String]) -> Result<Vec<LensSeries>, PluginError>;
-    /// [`LensPlugin::score`] with how the clip was heard, saying which seconds had anything to
-    /// read (the host leaves the others out of the headline and the benchmarks). By default,
-    /// `score` with every second read.
-    ///
-    /// # Errors
-    /// As [`LensPlugin::score`].
-    fn score_heard(
-        clip: &Clip,
-        heard: &HeardClip,
-        lenses: &[String],
-    ) -> Result<Vec<ReadSeries>, PluginError> {
-        let _ = heard;
-        Ok(Self::score(clip, lenses)?
-            .into_iter()
-            .map(|series| ReadSeries {
-                read: alloc::vec![true; series.seconds.len()],
-                series,
-            })
-            .collect())
-    }
 }
 
 /// A moments plugin: moments, buy moments and the summary.
@@ -657,20 +463,6 @@ pub trait MomentsPlugin: Describe {
     /// # Errors
     /// A [`PluginError`] when the clip cannot be read.
     fn detect(clip: &Clip, lenses: &[LensSeries]) -> Result<Detection, PluginError>;
-    /// [`MomentsPlugin::detect`] with how the clip was heard and which seconds each lens read.
-    /// By default, `detect` on the series alone.
-    ///
-    /// # Errors
-    /// As [`MomentsPlugin::detect`].
-    fn detect_heard(
-        clip: &Clip,
-        heard: &HeardClip,
-        lenses: &[ReadSeries],
-    ) -> Result<Detection, PluginError> {
-        let _ = heard;
-        let series: Vec<LensSeries> = lenses.iter().map(|s| s.series.clone()).collect();
-        Self::detect(clip, &series)
-    }
 }
 
 /// A manipulation plugin: the spec's manipulation block.
@@ -678,78 +470,6 @@ pub trait ManipulationPlugin: Describe {
     /// # Errors
     /// A [`PluginError`] when the clip cannot be read.
     fn analyze(clip: &Clip) -> Result<Manipulation, PluginError>;
-    /// [`ManipulationPlugin::analyze`] with how the clip was heard. By default, `analyze`.
-    ///
-    /// # Errors
-    /// As [`ManipulationPlugin::analyze`].
-    fn analyze_heard(clip: &Clip, heard: &HeardClip) -> Result<Manipulation, PluginError> {
-        let _ = heard;
-        Self::analyze(clip)
-    }
-}
-
-/// The checks on how the clip was heard: one entry per second of the clip, one confidence per
-/// transcript line, every number in its range.
-///
-/// # Errors
-/// `length_mismatch` or `invalid_input`.
-pub fn validate_heard(clip: &Clip, heard: &HeardClip) -> Result<(), PluginError> {
-    if heard.seconds.len() != clip.networks.len() {
-        return Err(PluginError::new(
-            "length_mismatch",
-            format!(
-                "{} heard seconds for {} network rows",
-                heard.seconds.len(),
-                clip.networks.len()
-            ),
-        ));
-    }
-    if heard.line_confidence.len() != clip.transcript.len() {
-        return Err(PluginError::new(
-            "length_mismatch",
-            format!(
-                "{} line confidences for {} transcript lines",
-                heard.line_confidence.len(),
-                clip.transcript.len()
-            ),
-        ));
-    }
-    let bad = heard
-        .seconds
-        .iter()
-        .any(|h| !(0.0..=1.0).contains(&h.voice) || !(-1.0..=1.0).contains(&h.offer))
-        || heard
-            .line_confidence
-            .iter()
-            .any(|c| !(0.0..=1.0).contains(c));
-    if bad {
-        return Err(PluginError::new(
-            "invalid_input",
-            "a heard value is outside its range (voice and confidence 0-1, offer -1-1)",
-        ));
-    }
-    Ok(())
-}
-
-/// [`validate_series`] for series with the seconds they read: one flag per second too.
-///
-/// # Errors
-/// As [`validate_series`].
-pub fn validate_read_series(clip: &Clip, series: &[ReadSeries]) -> Result<(), PluginError> {
-    let plain: Vec<LensSeries> = series.iter().map(|s| s.series.clone()).collect();
-    validate_series(clip, &plain)?;
-    if let Some(s) = series.iter().find(|s| s.read.len() != clip.networks.len()) {
-        return Err(PluginError::new(
-            "length_mismatch",
-            format!(
-                "lens {} says which of {} seconds it read, the clip has {}",
-                s.series.lens,
-                s.read.len(),
-                clip.networks.len()
-            ),
-        ));
-    }
-    Ok(())
 }
 
 #[doc(hidden)]
@@ -788,15 +508,13 @@ macro_rules! export_lens {
                 }
                 fn score(
                     clip: $crate::Clip,
-                    heard: $crate::HeardClip,
                     lenses: ::alloc::vec::Vec<::alloc::string::String>,
-                ) -> Result<::alloc::vec::Vec<$crate::ReadSeries>, $crate::PluginError> {
+                ) -> Result<::alloc::vec::Vec<$crate::LensSeries>, $crate::PluginError> {
                     $crate::validate_clip(&clip)?;
-                    $crate::validate_heard(&clip, &heard)?;
                     let provided = <$ty as $crate::LensPlugin>::provides();
                     let wanted: ::alloc::vec::Vec<::alloc::string::String> =
                         lenses.into_iter().filter(|l| provided.contains(l)).collect();
-                    <$ty as $crate::LensPlugin>::score_heard(&clip, &heard, &wanted)
+                    <$ty as $crate::LensPlugin>::score(&clip, &wanted)
                 }
             }
             $crate::bindings::lens::__export_lens_world!(__BrainscanLens with_types_in $crate::bindings::lens);
@@ -822,12 +540,10 @@ macro_rules! export_moments {
                 }
                 fn detect(
                     clip: $crate::Clip,
-                    heard: $crate::HeardClip,
-                    lenses: ::alloc::vec::Vec<$crate::ReadSeries>,
+                    lenses: ::alloc::vec::Vec<$crate::LensSeries>,
                 ) -> Result<$crate::Detection, $crate::PluginError> {
-                    $crate::validate_read_series(&clip, &lenses)?;
-                    $crate::validate_heard(&clip, &heard)?;
-                    <$ty as $crate::MomentsPlugin>::detect_heard(&clip, &heard, &lenses)
+                    $crate::validate_series(&clip, &lenses)?;
+                    <$ty as $crate::MomentsPlugin>::detect(&clip, &lenses)
                 }
             }
             $crate::bindings::moments::__export_moments_world!(__BrainscanMoments with_types_in $crate::bindings::moments);
@@ -851,79 +567,12 @@ macro_rules! export_manipulation {
                 fn describe() -> $crate::PluginInfo {
                     $crate::__info::<$ty>($name, $version, env!("CARGO_PKG_AUTHORS"), ::alloc::vec::Vec::new())
                 }
-                fn analyze(
-                    clip: $crate::Clip,
-                    heard: $crate::HeardClip,
-                ) -> Result<$crate::Manipulation, $crate::PluginError> {
+                fn analyze(clip: $crate::Clip) -> Result<$crate::Manipulation, $crate::PluginError> {
                     $crate::validate_clip(&clip)?;
-                    $crate::validate_heard(&clip, &heard)?;
-                    <$ty as $crate::ManipulationPlugin>::analyze_heard(&clip, &heard)
+                    <$ty as $crate::ManipulationPlugin>::analyze(&clip)
                 }
             }
             $crate::bindings::manipulation::__export_manipulation_world!(__BrainscanManipulation with_types_in $crate::bindings::manipulation);
         };
     };
-}
-
-#[cfg(test)]
-mod tests {
-    use alloc::string::ToString;
-    use alloc::vec::Vec;
-
-    use super::text::{WORD_REACH_SECONDS, words_in_reach, words_in_reach_by_second};
-    use super::{Clip, Modalities, NetworkSecond, TranscriptLine};
-
-    fn clip(seconds: usize, lines: &[(f32, f32, &str)]) -> Clip {
-        Clip {
-            duration_sec: seconds as f64,
-            networks: (0..seconds)
-                .map(|_| NetworkSecond::from_values([0.0; 7]))
-                .collect(),
-            modalities: Modalities {
-                video: false,
-                audio: true,
-            },
-            transcript: lines
-                .iter()
-                .map(|(a, b, t)| TranscriptLine {
-                    start_sec: *a,
-                    end_sec: *b,
-                    text: t.to_string(),
-                })
-                .collect(),
-        }
-    }
-
-    /// A plumbing check: the one-pass table says what the predicate says, second by second.
-    #[test]
-    fn words_in_reach_by_second_is_the_predicate_at_every_second() {
-        let mut seed = 7u64;
-        let mut r = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) as f32 / (1u64 << 31) as f32
-        };
-        for _ in 0..300 {
-            let n = 1 + (r() * 60.0) as usize;
-            let lines: Vec<(f32, f32, &str)> = (0..(r() * 4.0) as usize)
-                .map(|_| {
-                    let a = r() * n as f32;
-                    (a, a + r() * 6.0, if r() < 0.2 { "  " } else { "words" })
-                })
-                .collect();
-            let c = clip(n, &lines);
-            let table = words_in_reach_by_second(&c);
-            assert_eq!(table.len(), n);
-            for (t, in_reach) in table.iter().enumerate() {
-                assert_eq!(*in_reach, words_in_reach(&c, t as u32), "{lines:?} at {t}");
-            }
-        }
-        // A line from 2.0 to 3.5 s overlaps seconds 2 and 3 (second 1 ends where it starts),
-        // and reaches every second up to 3.5 s plus the reach.
-        let c = clip(30, &[(2.0, 3.5, "hello")]);
-        let table = words_in_reach_by_second(&c);
-        let last = (3.5 + WORD_REACH_SECONDS) as usize;
-        assert!(!table[1] && table[2] && table[last] && !table[last + 1]);
-    }
 }

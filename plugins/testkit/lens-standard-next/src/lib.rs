@@ -36,4 +36,4 @@ impl LensPlugin for Next {
     }
 }
 
-brainscan_sdk::export_lens!(Next, name = "lens-standard", version = "2.12.0");
+brainscan_sdk::export_lens!(Next, name = "lens-standard", version = "2.11.0");
